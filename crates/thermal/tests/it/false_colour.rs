@@ -1,0 +1,1 @@
+//! Relative analysis of display images.

@@ -1,0 +1,8 @@
+//! Integration tests for `switchboard-thermal`, run against the real sample images in
+//! `shared/data/thermal` and their ground-truth JSON.
+
+mod common;
+mod false_colour;
+mod ground_truth;
+mod robustness;
+mod seq;

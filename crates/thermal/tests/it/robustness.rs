@@ -1,0 +1,1 @@
+//! Truncated and corrupted inputs.
