@@ -1,0 +1,20 @@
+//! Switchboard's persistence: the router's registry of upstream servers, snapshots of what they offer, and
+//! the log of every handshake, in one SQLite file through sqlx.
+//!
+//! The boundary exists so that nothing else in the workspace writes SQL: the router codes against [`Store`]
+//! and plain record types, and the schema (embedded migrations) can change, or move to PostgreSQL for
+//! scale-out, behind this API. One module per table; [`pool`] owns how the file is opened and checked.
+//!
+//! Timestamps are unix milliseconds (`i64`); JSON columns hold `serde_json` text.
+
+pub mod error;
+pub mod handshakes;
+pub mod pool;
+pub mod servers;
+pub mod tools;
+
+pub use error::Error;
+pub use handshakes::{HANDSHAKES_KEPT, HandshakeRecord};
+pub use pool::{Store, StoreConfig};
+pub use servers::ServerRecord;
+pub use tools::{TOOL_SNAPSHOTS_KEPT, ToolSnapshot};
