@@ -38,10 +38,6 @@ impl<'a> Bytes<'a> {
         self.data
     }
 
-    pub(crate) fn base(&self) -> usize {
-        self.base
-    }
-
     pub(crate) fn order(&self) -> ByteOrder {
         self.order
     }

@@ -8,9 +8,7 @@ use crate::error::{Error, Result};
 use crate::false_colour::{self, InversionConfig};
 use crate::fff::{self, Fff, camera_info, palette_info, raw_data};
 use crate::frame::{Frame, RawFrame};
-use crate::image::{
-    FrameSource, InversionSummary, Radiometry, RelativeMethod, SourceFormat, ThermalImage,
-};
+use crate::image::{FrameSource, InversionSummary, Radiometry, RelativeMethod, SourceFormat, ThermalImage};
 use crate::jpeg;
 use crate::planck::{Conditions, TemperatureModel};
 use crate::seq;
@@ -107,8 +105,11 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions) -> Result<ThermalImage> {
             .get(opts.frame_index)
             .ok_or(Error::FrameIndex { requested: opts.frame_index, available: frames })?;
         let blob = bytes.get(start..end.max(start)).unwrap_or_default();
-        let format =
-            if frames > 1 { SourceFormat::Seq { frame: opts.frame_index, frames } } else { SourceFormat::Fff };
+        let format = if frames > 1 {
+            SourceFormat::Seq { frame: opts.frame_index, frames }
+        } else {
+            SourceFormat::Fff
+        };
         // Records may legitimately point past the computed end only if the file is cut; give the
         // parser the rest of the file so its error names the record.
         let blob = if end >= bytes.len() { bytes.get(start..).unwrap_or(blob) } else { blob };
@@ -143,7 +144,9 @@ fn from_fff(blob: &[u8], base: usize, format: SourceFormat, opts: &DecodeOptions
         None => None,
     };
     let conditions = opts.overrides.apply(camera.conditions);
-    conditions.validate().map_err(|e| cam_record.error(format!("stored scene value rejected ({e}); override it")))?;
+    conditions
+        .validate()
+        .map_err(|e| cam_record.error(format!("stored scene value rejected ({e}); override it")))?;
     let model = TemperatureModel::new(camera.planck, camera.transmission, conditions)?;
     let frame = temperatures(&raw, &model)?;
     let stats = stats::compute(&frame)?;
@@ -166,11 +169,8 @@ fn from_fff(blob: &[u8], base: usize, format: SourceFormat, opts: &DecodeOptions
 fn temperatures(raw: &RawFrame, model: &TemperatureModel) -> Result<Frame> {
     let (lo, hi) = raw.min_max().unwrap_or((0, 0));
     let lut: Vec<f64> = (lo..=hi).map(|s| model.raw_to_celsius(f64::from(s))).collect();
-    let values = raw
-        .data
-        .iter()
-        .map(|&s| lut.get(usize::from(s - lo)).copied().unwrap_or(f64::NAN))
-        .collect();
+    let values =
+        raw.data.iter().map(|&s| lut.get(usize::from(s - lo)).copied().unwrap_or(f64::NAN)).collect();
     Frame::new(raw.width, raw.height, values)
 }
 
@@ -178,11 +178,7 @@ fn temperatures(raw: &RawFrame, model: &TemperatureModel) -> Result<Frame> {
 fn relative_counts(raw: &RawFrame) -> Result<Frame> {
     let (lo, hi) = raw.min_max().unwrap_or((0, 0));
     let span = f64::from(hi - lo);
-    let values = raw
-        .data
-        .iter()
-        .map(|&s| if span > 0.0 { f64::from(s - lo) / span } else { 0.0 })
-        .collect();
+    let values = raw.data.iter().map(|&s| if span > 0.0 { f64::from(s - lo) / span } else { 0.0 }).collect();
     Frame::new(raw.width, raw.height, values)
 }
 

@@ -48,7 +48,8 @@ pub(crate) fn is_dji(layout: &Layout<'_>) -> bool {
     let app3 = layout.with_marker(0xE3).count();
     let app45 = layout.with_marker(0xE4).count() + layout.with_marker(0xE5).count();
     let app3_len: usize = layout.with_marker(0xE3).map(|s| s.payload.len()).sum();
-    let size_match = layout.frame_size.is_some_and(|(w, h)| w.saturating_mul(h).saturating_mul(2) == app3_len);
+    let size_match =
+        layout.frame_size.is_some_and(|(w, h)| w.saturating_mul(h).saturating_mul(2) == app3_len);
     app3 > 0 && (app45 > 0 || size_match)
 }
 
@@ -65,7 +66,10 @@ pub(crate) fn read(layout: &Layout<'_>, want_raw: bool) -> Result<(DjiInfo, Opti
     if !want_raw {
         return Ok((info, None));
     }
-    let joined: Vec<u8> = app3.iter().flat_map(|s| s.payload.iter().copied()).collect();
+    let mut joined = Vec::with_capacity(app3.iter().map(|s| s.payload.len()).sum());
+    for s in &app3 {
+        joined.extend_from_slice(s.payload);
+    }
     let needed = n * 2;
     if joined.len() != needed {
         let first = app3.first().map_or(0, |s| s.offset);

@@ -164,7 +164,9 @@ pub enum Error {
     },
 
     /// A region passed to an analysis helper lies outside the frame or is empty.
-    #[error("region x={x} y={y} w={width} h={height} is outside the {frame_width}x{frame_height} frame or empty")]
+    #[error(
+        "region x={x} y={y} w={width} h={height} is outside the {frame_width}x{frame_height} frame or empty"
+    )]
     Region {
         /// Left column.
         x: usize,

@@ -90,7 +90,7 @@ pub struct Inversion {
 }
 
 /// Most pixels sampled when choosing a palette.
-const SELECTION_SAMPLES: usize = 20_000;
+const SELECTION_SAMPLES: usize = 8_000;
 
 /// Inverts a false-colour image to a relative 0–1 frame.
 pub fn invert(image: &RgbImage, config: &InversionConfig) -> Result<Inversion> {
@@ -186,9 +186,21 @@ pub fn invert(image: &RgbImage, config: &InversionConfig) -> Result<Inversion> {
 }
 
 /// Nearest palette entry with a per-colour memo (JPEG images repeat colours heavily).
+///
+/// Palettes are smooth curves, so the search is coarse-to-fine: every [`COARSE_STEP`]th entry first,
+/// then every entry around the two best coarse hits (two, because a curve may pass near itself).
 struct Nearest<'a> {
     palette: &'a Palette,
     memo: HashMap<Rgb, (u16, f64)>,
+}
+
+/// Stride of the coarse pass.
+const COARSE_STEP: usize = 8;
+
+fn dist2(a: Rgb, b: Rgb) -> i32 {
+    let d = |x: u8, y: u8| i32::from(x) - i32::from(y);
+    let (r, g, b2) = (d(a[0], b[0]), d(a[1], b[1]), d(a[2], b[2]));
+    r * r + g * g + b2 * b2
 }
 
 impl<'a> Nearest<'a> {
@@ -198,17 +210,37 @@ impl<'a> Nearest<'a> {
 
     /// (index, squared distance) of the nearest entry.
     fn lookup(&mut self, px: Rgb) -> (u16, f64) {
-        let palette = self.palette;
+        let colours = &self.palette.colours;
         *self.memo.entry(px).or_insert_with(|| {
-            let mut best = (0u16, f64::INFINITY);
-            for (i, c) in palette.colours.iter().enumerate() {
-                let d = |a: u8, b: u8| f64::from(a) - f64::from(b);
-                let d2 = d(px[0], c[0]).powi(2) + d(px[1], c[1]).powi(2) + d(px[2], c[2]).powi(2);
-                if d2 < best.1 {
-                    best = (u16::try_from(i).unwrap_or(u16::MAX), d2);
+            let n = colours.len();
+            // Two best coarse candidates (index, distance).
+            let mut top = [(0usize, i32::MAX); 2];
+            let coarse = (0..n).step_by(COARSE_STEP).chain(std::iter::once(n.saturating_sub(1)));
+            for i in coarse {
+                let Some(&c) = colours.get(i) else { continue };
+                let d = dist2(px, c);
+                if d < top[0].1 {
+                    top[1] = top[0];
+                    top[0] = (i, d);
+                } else if d < top[1].1 {
+                    top[1] = (i, d);
                 }
             }
-            best
+            let mut best = (0usize, i32::MAX);
+            for &(centre, d) in &top {
+                if d == i32::MAX {
+                    continue;
+                }
+                let lo = centre.saturating_sub(COARSE_STEP);
+                let hi = (centre + COARSE_STEP + 1).min(n);
+                for (i, &c) in colours.iter().enumerate().take(hi).skip(lo) {
+                    let d = dist2(px, c);
+                    if d < best.1 || (d == best.1 && i < best.0) {
+                        best = (i, d);
+                    }
+                }
+            }
+            (u16::try_from(best.0).unwrap_or(u16::MAX), f64::from(best.1))
         })
     }
 }
@@ -251,10 +283,8 @@ fn overlay_mask(image: &RgbImage) -> Vec<bool> {
             let (x0, y0) = (x.saturating_sub(2), y.saturating_sub(2));
             let (x1, y1) = ((x + 3).min(w), (y + 3).min(h));
             let area = ((x1 - x0) * (y1 - y0)) as f64;
-            if f64::from(sum(x0, y0, x1, y1)) < 0.6 * area {
-                if let Some(t) = thin.get_mut(i) {
-                    *t = true;
-                }
+            if let (true, Some(t)) = (f64::from(sum(x0, y0, x1, y1)) < 0.6 * area, thin.get_mut(i)) {
+                *t = true;
             }
         }
     }

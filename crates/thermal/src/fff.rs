@@ -96,7 +96,8 @@ impl<'a> Fff<'a> {
     /// `base` is the blob's absolute offset, used only in error messages. Trailing bytes (further
     /// SEQ frames) are allowed.
     pub fn parse(blob: &'a [u8], base: usize) -> Result<Self> {
-        let header = Bytes::new(blob, base, "FFF header", ByteOrder::Little).sub(0, HEADER_LEN, "FFF header")?;
+        let header =
+            Bytes::new(blob, base, "FFF header", ByteOrder::Little).sub(0, HEADER_LEN, "FFF header")?;
         let magic = header.array::<4>(0)?;
         if &magic != b"FFF\0" && &magic != b"AFF\0" {
             return Err(Error::FffHeader {
@@ -114,7 +115,9 @@ impl<'a> Fff<'a> {
         } else {
             return Err(Error::FffHeader {
                 offset: base,
-                reason: format!("version at 0x14 is {le} (little-endian) / {be} (big-endian), expected 100-199"),
+                reason: format!(
+                    "version at 0x14 is {le} (little-endian) / {be} (big-endian), expected 100-199"
+                ),
             });
         };
         let header = header.with_order(order);

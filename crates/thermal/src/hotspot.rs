@@ -132,7 +132,10 @@ pub fn region_mean(frame: &Frame, rect: Rect) -> Result<f64> {
 /// Finds connected regions above `reference + delta`.
 pub fn detect(frame: &Frame, config: &HotspotConfig) -> Result<HotspotReport> {
     if !config.delta.is_finite() {
-        return Err(Error::InvalidOption { field: "delta", reason: format!("{} is not finite", config.delta) });
+        return Err(Error::InvalidOption {
+            field: "delta",
+            reason: format!("{} is not finite", config.delta),
+        });
     }
     let reference_value = match config.reference {
         Reference::Median => {
@@ -245,7 +248,12 @@ impl Accumulator {
     fn finish(&self, w: usize, reference: f64) -> Hotspot {
         let n = self.n as f64;
         Hotspot {
-            bbox: Rect { x: self.x0, y: self.y0, width: self.x1 - self.x0 + 1, height: self.y1 - self.y0 + 1 },
+            bbox: Rect {
+                x: self.x0,
+                y: self.y0,
+                width: self.x1 - self.x0 + 1,
+                height: self.y1 - self.y0 + 1,
+            },
             centroid: (self.sx / n, self.sy / n),
             max: self.max,
             max_xy: (self.max_i % w.max(1), self.max_i / w.max(1)),
@@ -293,7 +301,8 @@ mod tests {
         assert_eq!(detect(&frame(), &cfg).unwrap().hotspots.len(), 1);
         let rect = Rect { x: 1, y: 1, width: 2, height: 2 };
         assert!((region_mean(&frame(), rect).unwrap() - 40.25).abs() < 1e-12);
-        let cfg = HotspotConfig { reference: Reference::Region(rect), delta: 1.0, ..HotspotConfig::default() };
+        let cfg =
+            HotspotConfig { reference: Reference::Region(rect), delta: 1.0, ..HotspotConfig::default() };
         let r = detect(&frame(), &cfg).unwrap();
         assert_eq!(r.hotspots.len(), 1);
         assert_eq!(r.hotspots[0].max, 50.0);

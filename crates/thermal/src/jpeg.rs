@@ -13,8 +13,6 @@ const MAX_VISIBLE_PIXELS: usize = 64 * 1024 * 1024;
 /// One marker segment with a length field.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Segment<'a> {
-    /// 0-based index among the segments with a length field, in file order.
-    pub index: usize,
     /// Marker byte after 0xFF (e.g. 0xE1 for APP1).
     pub marker: u8,
     /// Absolute offset of the 0xFF byte.
@@ -51,8 +49,7 @@ fn is_sof(marker: u8) -> bool {
 pub(crate) fn walk(bytes: &[u8]) -> Result<Layout<'_>> {
     let mut layout = Layout::default();
     let mut pos = 2usize;
-    loop {
-        let Some(&b) = bytes.get(pos) else { break };
+    while let Some(&b) = bytes.get(pos) {
         if b != 0xFF {
             return Err(Error::JpegSegment {
                 index: layout.segments.len(),
@@ -100,7 +97,13 @@ pub(crate) fn walk(bytes: &[u8]) -> Result<Layout<'_>> {
             if marker == 0xE1 && partial.starts_with(b"FLIR\0") {
                 let chunk = partial.get(6).map_or(layout.with_marker(0xE1).count(), |&c| usize::from(c));
                 let total = partial.get(7).map_or(0, |&c| usize::from(c) + 1);
-                return Err(Error::FlirChunkTruncated { index: chunk, total, offset: pos, claimed, remaining });
+                return Err(Error::FlirChunkTruncated {
+                    index: chunk,
+                    total,
+                    offset: pos,
+                    claimed,
+                    remaining,
+                });
             }
             return Err(Error::JpegSegment {
                 index,
@@ -109,14 +112,14 @@ pub(crate) fn walk(bytes: &[u8]) -> Result<Layout<'_>> {
                 reason: format!("segment claims {claimed} bytes, {remaining} remain"),
             });
         };
-        if is_sof(marker) && layout.frame_size.is_none() {
-            if let Some(&[_, h0, h1, w0, w1]) = payload.get(0..5) {
-                let h = usize::from(u16::from_be_bytes([h0, h1]));
-                let w = usize::from(u16::from_be_bytes([w0, w1]));
-                layout.frame_size = Some((w, h));
-            }
+        if let (true, None, Some(&[_, h0, h1, w0, w1])) =
+            (is_sof(marker), layout.frame_size, payload.get(0..5))
+        {
+            let h = usize::from(u16::from_be_bytes([h0, h1]));
+            let w = usize::from(u16::from_be_bytes([w0, w1]));
+            layout.frame_size = Some((w, h));
         }
-        layout.segments.push(Segment { index, marker, offset: pos, payload });
+        layout.segments.push(Segment { marker, offset: pos, payload });
         pos += 2 + claimed;
         if marker == 0xDA {
             break;
@@ -167,7 +170,10 @@ pub(crate) fn join_flir_chunks(layout: &Layout<'_>) -> Result<Option<Vec<u8>>> {
         }
         let Some(slot) = ordered.get_mut(c.index) else {
             return Err(Error::FlirChunks {
-                reason: format!("chunk index {} at byte {} exceeds the last index {}", c.index, c.offset, last),
+                reason: format!(
+                    "chunk index {} at byte {} exceeds the last index {}",
+                    c.index, c.offset, last
+                ),
             });
         };
         if let Some(prev) = slot {
@@ -209,12 +215,13 @@ pub(crate) fn decode_rgb(bytes: &[u8], context: &str) -> Result<RgbImage> {
     .map_err(err)?;
     let (pixels, info) = decoded;
     let (w, h) = (usize::from(info.width), usize::from(info.height));
-    let n = w.checked_mul(h).filter(|&n| n > 0 && n <= MAX_VISIBLE_PIXELS).ok_or_else(|| Error::Dimensions {
-        context: context.to_owned(),
-        width: w,
-        height: h,
-        reason: "zero or more than 64 Mpx".into(),
-    })?;
+    let n =
+        w.checked_mul(h).filter(|&n| n > 0 && n <= MAX_VISIBLE_PIXELS).ok_or_else(|| Error::Dimensions {
+            context: context.to_owned(),
+            width: w,
+            height: h,
+            reason: "zero or more than 64 Mpx".into(),
+        })?;
     let rgb: Vec<[u8; 3]> = match info.pixel_format {
         jpeg_decoder::PixelFormat::RGB24 => pixels.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect(),
         jpeg_decoder::PixelFormat::L8 => pixels.iter().map(|&g| [g, g, g]).collect(),

@@ -120,7 +120,8 @@ impl TemperatureModel {
         conditions.validate()?;
         let tau = transmission_tau(&transmission, &conditions);
         let atm_signal = (1.0 - tau) * celsius_to_raw(&planck, conditions.atmospheric_c);
-        let refl_signal = tau * (1.0 - conditions.emissivity) * celsius_to_raw(&planck, conditions.reflected_c);
+        let refl_signal =
+            tau * (1.0 - conditions.emissivity) * celsius_to_raw(&planck, conditions.reflected_c);
         Ok(Self { planck, transmission, conditions, tau, atm_signal, refl_signal })
     }
 
@@ -130,7 +131,7 @@ impl TemperatureModel {
         let e = self.conditions.emissivity;
         let s_obj = (raw - self.atm_signal - self.refl_signal) / (e * self.tau);
         let arg = p.r1 / (p.r2 * (s_obj + p.o)) + p.f;
-        if !(arg > 0.0) {
+        if arg.is_nan() || arg <= 0.0 {
             return f64::NAN;
         }
         let t = p.b / arg.ln() - KELVIN;
@@ -153,7 +154,8 @@ pub fn celsius_to_raw(p: &PlanckConstants, celsius: f64) -> f64 {
 /// Single-path atmospheric transmission τ over the object distance.
 pub fn transmission_tau(t: &AtmosphericTransmission, c: &Conditions) -> f64 {
     let ta = c.atmospheric_c;
-    let h2o = c.relative_humidity * (1.5587 + 0.06939 * ta - 0.00027816 * ta * ta + 0.00000068455 * ta * ta * ta).exp();
+    let h2o = c.relative_humidity
+        * (1.5587 + 0.06939 * ta - 0.00027816 * ta * ta + 0.00000068455 * ta * ta * ta).exp();
     let sd = c.distance_m.sqrt();
     let sh = h2o.sqrt();
     t.x * (-sd * (t.alpha1 + t.beta1 * sh)).exp() + (1.0 - t.x) * (-sd * (t.alpha2 + t.beta2 * sh)).exp()

@@ -57,8 +57,7 @@ pub(crate) fn read(record: &Record<'_>) -> Result<PaletteInfo> {
                 b.len()
             ))
         })?;
-        let ycrcb: Vec<[u8; 3]> =
-            table.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+        let ycrcb: Vec<[u8; 3]> = table.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
         let label = if name.is_empty() { file_name.as_str() } else { name.as_str() };
         Some(Palette::from_ycrcb(label, &ycrcb))
     };

@@ -73,7 +73,10 @@ pub(crate) fn decode_png16(data: &[u8], context: &str, order: ByteOrder) -> Resu
         let info = reader.info();
         let (w, h) = (info.width, info.height);
         if info.color_type != png::ColorType::Grayscale || info.bit_depth != png::BitDepth::Sixteen {
-            return Err(format!("expected 16-bit greyscale, found {:?} {:?}", info.color_type, info.bit_depth));
+            return Err(format!(
+                "expected 16-bit greyscale, found {:?} {:?}",
+                info.color_type, info.bit_depth
+            ));
         }
         let size = reader.output_buffer_size().ok_or_else(|| "image too large".to_owned())?;
         let mut buf = vec![0u8; size];

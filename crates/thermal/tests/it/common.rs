@@ -13,17 +13,13 @@ pub fn data_dir() -> PathBuf {
         return dir;
     }
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .map(|a| a.join("shared/data/thermal"))
-        .find(|p| p.is_dir())
-        .unwrap_or_else(|| {
-            panic!(
-                "thermal sample data not found: set SWITCHBOARD_THERMAL_DATA or place shared/data/thermal \
+    manifest.ancestors().map(|a| a.join("shared/data/thermal")).find(|p| p.is_dir()).unwrap_or_else(|| {
+        panic!(
+            "thermal sample data not found: set SWITCHBOARD_THERMAL_DATA or place shared/data/thermal \
                  in an ancestor of {}",
-                manifest.display()
-            )
-        })
+            manifest.display()
+        )
+    })
 }
 
 /// One sample image with its ground truth.
@@ -51,7 +47,8 @@ pub fn samples() -> Vec<Sample> {
         if !json.is_file() {
             continue;
         }
-        let truth: Value = serde_json::from_slice(&std::fs::read(&json).expect("read json")).expect("parse json");
+        let truth: Value =
+            serde_json::from_slice(&std::fs::read(&json).expect("read json")).expect("parse json");
         out.push(Sample {
             name: path.file_name().expect("file name").to_string_lossy().into_owned(),
             bytes: std::fs::read(&path).expect("read sample"),
@@ -64,7 +61,10 @@ pub fn samples() -> Vec<Sample> {
 
 /// One named sample.
 pub fn sample(prefix: &str) -> Sample {
-    samples().into_iter().find(|s| s.name.starts_with(prefix)).unwrap_or_else(|| panic!("no sample {prefix}*"))
+    samples()
+        .into_iter()
+        .find(|s| s.name.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no sample {prefix}*"))
 }
 
 pub fn f(v: &Value) -> f64 {
@@ -73,5 +73,6 @@ pub fn f(v: &Value) -> f64 {
 
 pub fn xy(v: &Value) -> (usize, usize) {
     let a = v.as_array().unwrap_or_else(|| panic!("expected [x, y], found {v}"));
-    (a[0].as_u64().unwrap() as usize, a[1].as_u64().unwrap() as usize)
+    let coord = |i: usize| a[i].as_u64().unwrap_or_else(|| panic!("bad coordinate in {v}")) as usize;
+    (coord(0), coord(1))
 }
