@@ -246,6 +246,7 @@ fn from_false_colour(
         inversion: Some(InversionSummary {
             coverage: inv.coverage,
             overlay_px: inv.overlay_px,
+            colour_bar_px: inv.colour_bar_px,
             off_palette_px: inv.off_palette_px,
             fits: inv.fits,
         }),

@@ -45,7 +45,7 @@ impl RgbImage {
 pub struct InversionConfig {
     /// Largest RGB distance from the palette curve a pixel may have and still be mapped.
     pub max_distance: f64,
-    /// Mask thin near-white shapes (overlay text, spot markers).
+    /// Mask thin near-white shapes (overlay text, spot markers) and an on-image colour bar.
     pub mask_overlays: bool,
     /// Fail unless at least this fraction of pixels maps onto the chosen palette.
     pub min_coverage: f64,
@@ -83,6 +83,8 @@ pub struct Inversion {
     pub coverage: f64,
     /// Pixels masked as overlay (text, markers).
     pub overlay_px: usize,
+    /// Pixels masked as an on-image colour bar (a vertical strip of constant rows spanning the palette).
+    pub colour_bar_px: usize,
     /// Pixels rejected for lying too far from the curve.
     pub off_palette_px: usize,
     /// Fit of every candidate, best first.
@@ -164,6 +166,8 @@ pub fn invert(image: &RgbImage, config: &InversionConfig) -> Result<Inversion> {
             f64::from(idx) / last
         })
         .collect();
+    let mut values = values;
+    let colour_bar_px = if config.mask_overlays { mask_colour_bar(&mut values, w, h) } else { 0 };
     let mapped = values.iter().filter(|v| v.is_finite()).count();
     let coverage = mapped as f64 / values.len().max(1) as f64;
     if coverage < config.min_coverage {
@@ -180,6 +184,7 @@ pub fn invert(image: &RgbImage, config: &InversionConfig) -> Result<Inversion> {
         palette: palette.clone(),
         coverage,
         overlay_px,
+        colour_bar_px,
         off_palette_px,
         fits: fits.into_iter().map(|(f, _)| f).collect(),
     })
@@ -243,6 +248,75 @@ impl<'a> Nearest<'a> {
             (u16::try_from(best.0).unwrap_or(u16::MAX), f64::from(best.1))
         })
     }
+}
+
+/// Width of the horizontal window a colour-bar row must be constant over.
+const BAR_WIDTH: usize = 6;
+/// Largest difference (relative units) still counted as "the same colour" within a bar row.
+const BAR_ROW_TOLERANCE: f64 = 0.04;
+
+/// Finds and masks (sets to `NaN`) colour bars: vertical runs, at least a quarter of the image high,
+/// of horizontally constant rows whose values change monotonically over at least 60 % of the scale.
+/// Returns the number of pixels masked. Real scenes rarely have such a ramp; display images of most
+/// cameras do, and its hot end would otherwise be the "hottest pixel".
+fn mask_colour_bar(values: &mut [f64], w: usize, h: usize) -> usize {
+    let at = |v: &[f64], x: usize, y: usize| v.get(y * w + x).copied().unwrap_or(f64::NAN);
+    let min_run = (h / 4).max(20);
+    if w < BAR_WIDTH || h < min_run {
+        return 0;
+    }
+    let flat = |v: &[f64], x: usize, y: usize| -> bool {
+        let c = at(v, x, y);
+        c.is_finite()
+            && (1..BAR_WIDTH).all(|d| {
+                let o = at(v, x + d, y);
+                o.is_finite() && (o - c).abs() <= BAR_ROW_TOLERANCE
+            })
+    };
+    let mut bars: Vec<(usize, usize, usize)> = Vec::new(); // (x, y0, y1 exclusive)
+    for x in 0..=(w - BAR_WIDTH) {
+        let mut y = 0;
+        while y < h {
+            if !flat(values, x, y) {
+                y += 1;
+                continue;
+            }
+            let y0 = y;
+            while y < h && flat(values, x, y) {
+                y += 1;
+            }
+            if y - y0 < min_run {
+                continue;
+            }
+            let run: Vec<f64> = (y0..y).map(|yy| at(values, x, yy)).collect();
+            let lo = run.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = run.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let dir = run.last().copied().unwrap_or(0.0) - run.first().copied().unwrap_or(0.0);
+            let steps = run.windows(2).filter(|p| p.len() == 2).count().max(1);
+            let consistent = run
+                .windows(2)
+                .filter(|p| match p {
+                    [a, b] => (b - a).abs() <= 0.02 || (b - a).signum() == dir.signum(),
+                    _ => true,
+                })
+                .count();
+            if hi - lo >= 0.6 && dir.abs() >= 0.5 && consistent as f64 >= 0.9 * steps as f64 {
+                bars.push((x, y0, y));
+            }
+        }
+    }
+    let mut masked = 0;
+    for (x, y0, y1) in bars {
+        for y in y0..y1 {
+            for xx in x..(x + BAR_WIDTH).min(w) {
+                if let Some(v) = values.get_mut(y * w + xx).filter(|v| v.is_finite()) {
+                    *v = f64::NAN;
+                    masked += 1;
+                }
+            }
+        }
+    }
+    masked
 }
 
 fn near_white(px: Rgb) -> bool {
@@ -382,6 +456,25 @@ mod tests {
         assert!(inv.frame.get(10, 15).unwrap().is_nan());
         assert!(inv.frame.get(46, 26).unwrap() > 0.95);
         assert!(inv.overlay_px > 0);
+    }
+
+    #[test]
+    fn colour_bar_strip_is_masked() {
+        // Noisy scene on the left, a 10-px vertical bar (hot at top) on the right.
+        let palette = Palette::iron();
+        let (w, h) = (80, 60);
+        let mut px = Vec::with_capacity(w * h);
+        for y in 0..h {
+            for x in 0..w {
+                let idx = if x >= 70 { 255 - y * 255 / (h - 1) } else { (x * 7 + y * 13) % 150 };
+                px.push(palette.colours[idx]);
+            }
+        }
+        let img = RgbImage::new(w, h, px).unwrap();
+        let inv = invert(&img, &InversionConfig::default()).unwrap();
+        assert!(inv.colour_bar_px >= 10 * 50, "{}", inv.colour_bar_px);
+        assert!(inv.frame.get(75, 0).unwrap().is_nan());
+        assert!(inv.frame.get(10, 10).unwrap().is_finite());
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub struct InversionSummary {
     pub coverage: f64,
     /// Pixels masked as overlay text or markers.
     pub overlay_px: usize,
+    /// Pixels masked as an on-image colour bar.
+    pub colour_bar_px: usize,
     /// Pixels rejected as too far from the palette curve.
     pub off_palette_px: usize,
     /// Fit of each candidate palette, best first.

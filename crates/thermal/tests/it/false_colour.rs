@@ -38,83 +38,86 @@ fn correlation(a: &[f64], b: &[f64]) -> f64 {
     cov / (va * vb).sqrt()
 }
 
+/// (file prefix, expected palette family, minimum correlation with the true temperatures when the
+/// display is an integer upscale of the raw frame; `None` where it is rotated, cropped or zoomed).
+const CASES: &[(&str, PaletteKind, Option<f64>)] = &[
+    ("rt_flir_example", PaletteKind::Iron, Some(0.9)),
+    ("rt_zenmuse_xtr", PaletteKind::Grey, Some(0.99)),
+    ("tp_FLIR_E40", PaletteKind::Iron, Some(0.9)),
+    ("tp_FLIR_T640", PaletteKind::Iron, None),
+    ("wm01_", PaletteKind::Rainbow, Some(0.7)),
+    ("wm04_", PaletteKind::Iron, None),
+    ("wm10_", PaletteKind::Iron, Some(0.9)),
+];
+
 #[test]
-fn explore() {
+fn stripped_flir_display_images_invert_to_a_labelled_relative_scale() {
     for s in samples() {
-        if !s.name.ends_with(".jpg") {
+        let Some(&(_, kind, min_corr)) = CASES.iter().find(|(p, _, _)| s.name.starts_with(p)) else {
             continue;
-        }
-        let truth = decode(&s.bytes, &DecodeOptions::default()).unwrap();
+        };
+        let truth = decode(&s.bytes, &DecodeOptions::default()).expect("radiometric decode");
         let plain = strip_flir(&s.bytes);
-        for (label, opts) in [
-            ("builtin", DecodeOptions::default()),
-            (
-                "embedded",
-                DecodeOptions {
-                    inversion: InversionConfig {
-                        palettes: truth
-                            .palette_info
-                            .as_ref()
-                            .and_then(|p| p.palette.clone())
-                            .into_iter()
-                            .collect(),
-                        ..InversionConfig::default()
-                    },
-                    ..DecodeOptions::default()
-                },
-            ),
-        ] {
-            let img = match decode(&plain, &opts) {
-                Ok(i) => i,
-                Err(e) => {
-                    println!("{} {label}: {e}", s.name);
-                    continue;
-                }
-            };
-            let (dw, dh) = (img.frame.width, img.frame.height);
-            let (rw, rh) = (truth.frame.width, truth.frame.height);
-            let mut a = Vec::new();
-            let mut b = Vec::new();
-            if dw % rw == 0 && dh % rh == 0 && dw / rw == dh / rh {
-                let k = dw / rw;
-                for y in 0..dh {
-                    for x in 0..dw {
-                        let v = img.frame.get(x, y).unwrap();
-                        if v.is_finite() {
-                            a.push(v);
-                            b.push(truth.frame.get(x / k, y / k).unwrap());
-                        }
+        let img = decode(&plain, &DecodeOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        assert_eq!(img.format, SourceFormat::Jpeg, "{}", s.name);
+        assert!(img.camera.is_none() && img.colour_bar_c().is_none());
+        match &img.radiometry {
+            Radiometry::Relative { method, frame_source, palette, .. } => {
+                assert_eq!(*method, RelativeMethod::PaletteInversion);
+                assert_eq!(*frame_source, FrameSource::VisibleImage);
+                assert!(palette.is_some());
+            }
+            other => panic!("{}: expected relative, got {other:?}", s.name),
+        }
+        let inv = img.inversion.as_ref().expect("inversion summary");
+        assert_eq!(inv.fits[0].kind, kind, "{}: fits {:?}", s.name, inv.fits);
+        assert!(img.stats.min >= 0.0 && img.stats.max <= 1.0);
+
+        let (dw, dh) = (img.frame.width, img.frame.height);
+        let (rw, rh) = (truth.frame.width, truth.frame.height);
+        let mut corr = f64::NAN;
+        if dw % rw == 0 && dh % rh == 0 && dw / rw == dh / rh {
+            let k = dw / rw;
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for y in 0..dh {
+                for x in 0..dw {
+                    let v = img.frame.get(x, y).expect("in frame");
+                    if v.is_finite() {
+                        a.push(v);
+                        b.push(truth.frame.get(x / k, y / k).expect("in raw frame"));
                     }
                 }
             }
-            let inv = img.inversion.as_ref().unwrap();
-            println!(
-                "{} {label}: {}x{} fits {:?} cov {:.3} overlay {} hottest {:?} truth {:?} corr {:.3}",
-                s.name,
-                dw,
-                dh,
-                inv.fits
-                    .iter()
-                    .map(|f| (
-                        f.name.as_str(),
-                        (f.on_curve_fraction * 1000.0).round() / 1000.0,
-                        f.mean_distance.round()
-                    ))
-                    .collect::<Vec<_>>(),
-                inv.coverage,
-                inv.overlay_px,
-                img.stats.hottest_xy,
-                truth.stats.hottest_xy,
-                if a.is_empty() { f64::NAN } else { correlation(&a, &b) }
-            );
+            corr = correlation(&a, &b);
+        }
+        println!(
+            "{}: palette {} ({:.3} on curve), coverage {:.3}, overlay {} px, colour bar {} px, corr {corr:.3}",
+            s.name,
+            inv.fits[0].name,
+            inv.fits[0].on_curve_fraction,
+            inv.coverage,
+            inv.overlay_px,
+            inv.colour_bar_px
+        );
+        if let Some(min) = min_corr {
+            assert!(corr >= min, "{}: correlation {corr:.3} < {min}", s.name);
         }
     }
-    let _ = (
-        FrameSource::VisibleImage,
-        PaletteKind::Iron,
-        Palette::iron(),
-        RelativeMethod::RawCounts,
-        SourceFormat::Jpeg,
-    );
-    let _ = |r: Radiometry| r;
+}
+
+#[test]
+fn embedded_palette_can_be_supplied() {
+    let s = crate::common::sample("wm01_");
+    let truth = decode(&s.bytes, &DecodeOptions::default()).expect("radiometric decode");
+    let embedded: Palette = truth.palette_info.and_then(|p| p.palette).expect("embedded palette");
+    assert_eq!(embedded.colours.len(), 224);
+    let opts = DecodeOptions {
+        inversion: InversionConfig { palettes: vec![embedded], ..InversionConfig::default() },
+        ..DecodeOptions::default()
+    };
+    let img = decode(&strip_flir(&s.bytes), &opts).expect("inversion");
+    let inv = img.inversion.expect("summary");
+    assert_eq!(inv.fits.len(), 1);
+    assert_eq!(inv.fits[0].kind, PaletteKind::Custom);
+    assert!(inv.coverage > 0.9);
 }

@@ -154,20 +154,3 @@ fn errors_name_the_record_for_a_cut_bare_fff() {
     let msg = decode(&s.bytes[..40], &DecodeOptions::default()).unwrap_err().to_string();
     assert_eq!(msg, "truncated FFF header at byte 0: needs 64 bytes, 40 remain");
 }
-
-#[test]
-#[ignore]
-fn timing() {
-    for s in samples() {
-        let t = std::time::Instant::now();
-        let _ = decode(&s.bytes, &DecodeOptions::default());
-        let a = t.elapsed();
-        if !s.bytes.starts_with(&[0xFF, 0xD8]) {
-            continue;
-        }
-        let plain = crate::false_colour::strip_flir(&s.bytes);
-        let t = std::time::Instant::now();
-        let _ = decode(&plain, &DecodeOptions::default());
-        println!("{} {:?} plain {:?}", s.name, a, t.elapsed());
-    }
-}
