@@ -112,8 +112,9 @@ impl Store {
             None => format!("a {} peer", h.leg),
         };
         let failed = |e| Error::query(TABLE, format!("recording a handshake with {whose}"), e);
-        let offered =
-            serde_json::Value::Array(h.offered_versions.iter().cloned().map(serde_json::Value::String).collect());
+        let offered = serde_json::Value::Array(
+            h.offered_versions.iter().cloned().map(serde_json::Value::String).collect(),
+        );
         // IMMEDIATE: take the write lock up front so the busy timeout governs contention with other writers.
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         let inserted = sqlx::query(

@@ -136,8 +136,10 @@ async fn prepare(path: &Path, conn: &mut SqliteConnection) -> Result<(), Error> 
 /// than in the middle of a later write.
 async fn quick_check(path: &Path, conn: &mut SqliteConnection) -> Result<(), Error> {
     // At most five findings: enough for the error message, and the check stops early on a wrecked file.
-    let findings: Vec<String> =
-        sqlx::query_scalar("PRAGMA quick_check(5)").fetch_all(&mut *conn).await.map_err(|e| startup_error(path, e))?;
+    let findings: Vec<String> = sqlx::query_scalar("PRAGMA quick_check(5)")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| startup_error(path, e))?;
     match findings.as_slice() {
         [ok] if ok == "ok" => Ok(()),
         _ => Err(Error::Corrupt {

@@ -52,8 +52,8 @@ impl TryFrom<ServerRow> for ServerRecord {
     type Error = Error;
 
     fn try_from(row: ServerRow) -> Result<Self, Error> {
-        let config = serde_json::from_str(&row.config)
-            .map_err(|e| Error::json(TABLE, "config", &row.server_id, e))?;
+        let config =
+            serde_json::from_str(&row.config).map_err(|e| Error::json(TABLE, "config", &row.server_id, e))?;
         Ok(ServerRecord {
             server_id: row.server_id,
             name: row.name,

@@ -120,7 +120,8 @@ async fn removing_a_server_cascades_to_snapshots_and_detaches_handshakes() {
 async fn everything_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     // A nested path that does not exist yet: open creates the directories.
-    let config = StoreConfig { path: dir.path().join("state").join("db").join("sb.db"), ..StoreConfig::default() };
+    let config =
+        StoreConfig { path: dir.path().join("state").join("db").join("sb.db"), ..StoreConfig::default() };
     let s1 = server("9f2c4e1a", "everything");
     {
         let store = Store::open(&config).await.unwrap();

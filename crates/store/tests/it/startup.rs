@@ -26,7 +26,10 @@ fn assert_locked(err: &Error, path: &std::path::Path) {
     let msg = err.to_string();
     assert!(msg.contains(&path.display().to_string()), "message names the file: {msg}");
     assert!(msg.contains("in use by another process"), "message says why: {msg}");
-    assert!(msg.contains("stop the other switchboard") && msg.contains("--db"), "message says the fix: {msg}");
+    assert!(
+        msg.contains("stop the other switchboard") && msg.contains("--db"),
+        "message says the fix: {msg}"
+    );
 }
 
 fn assert_corrupt(err: &Error, path: &std::path::Path) {
