@@ -1,0 +1,228 @@
+//! Request multiplexing over one bidirectional message stream (stdio, WebSocket).
+//!
+//! Many callers share one pipe, and their ids and progress tokens may collide, so each
+//! outgoing request gets an id (and progress token) unique on this connection; replies
+//! are mapped back to the caller's originals. Server messages that belong to no request
+//! go to the `incoming` broadcast; a `ping` from the server is answered here.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use switchboard_wire::{Id, Message, method};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::frame::Direction;
+use crate::{Error, Exchange, Tap};
+
+/// Capacity of a request's interim-message channel.
+const EXCHANGE_CAPACITY: usize = 64;
+
+struct Pending {
+    original_id: Id,
+    tx: mpsc::Sender<Result<Message, Error>>,
+    token: Option<(String, Value)>,
+}
+
+#[derive(Default)]
+struct Table {
+    pending: HashMap<u64, Pending>,
+    tokens: HashMap<String, u64>,
+}
+
+/// The shared multiplexer; the transport owns the reader and writer tasks.
+pub(crate) struct Duplex {
+    writer: Mutex<Option<mpsc::Sender<Bytes>>>,
+    table: Mutex<Table>,
+    next: AtomicU64,
+    incoming: broadcast::Sender<Message>,
+    tap: Tap,
+    /// Why the connection is down, when it is.
+    down: Mutex<Option<Error>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Duplex {
+    pub(crate) fn new(tap: Tap) -> Arc<Self> {
+        Arc::new(Duplex {
+            writer: Mutex::new(None),
+            table: Mutex::new(Table::default()),
+            next: AtomicU64::new(1),
+            incoming: broadcast::channel(256).0,
+            tap,
+            down: Mutex::new(Some(Error::NotRunning { detail: "not started yet".into() })),
+        })
+    }
+
+    pub(crate) fn incoming(&self) -> broadcast::Receiver<Message> {
+        self.incoming.subscribe()
+    }
+
+    /// Connects a new writer (after a process start or a reconnect).
+    pub(crate) fn attach(&self, writer: mpsc::Sender<Bytes>) {
+        *lock(&self.writer) = Some(writer);
+        *lock(&self.down) = None;
+    }
+
+    /// Disconnects the writer and fails every request in flight with `err`.
+    pub(crate) fn detach(&self, err: Error) {
+        *lock(&self.writer) = None;
+        *lock(&self.down) = Some(err.clone());
+        let drained: Vec<Pending> = {
+            let mut t = lock(&self.table);
+            t.tokens.clear();
+            t.pending.drain().map(|(_, p)| p).collect()
+        };
+        for p in drained {
+            let _ = p.tx.try_send(Err(err.clone()));
+        }
+    }
+
+    pub(crate) fn is_attached(&self) -> bool {
+        lock(&self.writer).is_some()
+    }
+
+    fn writer(&self) -> Result<mpsc::Sender<Bytes>, Error> {
+        if let Some(w) = lock(&self.writer).clone() {
+            return Ok(w);
+        }
+        Err(lock(&self.down).clone().unwrap_or(Error::Closed))
+    }
+
+    async fn write(&self, msg: &Message) -> Result<(), Error> {
+        let w = self.writer()?;
+        let bytes = Bytes::from(msg.to_bytes());
+        self.tap.record(Direction::Out, msg, &bytes);
+        w.send(bytes).await.map_err(|_| lock(&self.down).clone().unwrap_or(Error::Closed))
+    }
+
+    /// Sends a request and registers its exchange.
+    pub(crate) async fn request(self: &Arc<Self>, mut msg: Message) -> Result<Exchange, Error> {
+        let original_id = msg.id().ok_or_else(|| Error::Protocol("a request needs an id".into()))?;
+        let wire_id = self.next.fetch_add(1, Ordering::Relaxed);
+        msg.set_id(&Id::from(wire_id));
+        let token = msg.progress_token().cloned().map(|theirs| {
+            let ours = format!("sb-{wire_id}");
+            msg.meta_mut().insert("progressToken".into(), Value::String(ours.clone()));
+            (ours, theirs)
+        });
+        let (tx, rx) = mpsc::channel(EXCHANGE_CAPACITY);
+        {
+            let mut t = lock(&self.table);
+            if let Some((ours, _)) = &token {
+                t.tokens.insert(ours.clone(), wire_id);
+            }
+            t.pending.insert(wire_id, Pending { original_id: original_id.clone(), tx, token });
+        }
+        if let Err(e) = self.write(&msg).await {
+            self.forget(wire_id);
+            return Err(e);
+        }
+        let me = Arc::downgrade(self);
+        let cancel = Box::new(move || {
+            if let Some(d) = me.upgrade()
+                && d.forget(wire_id)
+            {
+                {
+                    let note = Message::notification(
+                        method::NOTIFICATION_CANCELLED,
+                        Some(json!({"requestId": wire_id, "reason": "cancelled by the router's client"})),
+                    );
+                    if let Ok(w) = d.writer() {
+                        let bytes = Bytes::from(note.to_bytes());
+                        d.tap.record(Direction::Out, &note, &bytes);
+                        let _ = w.try_send(bytes);
+                    }
+                }
+            }
+        });
+        Ok(Exchange::new(rx, original_id.to_string(), Some(cancel)))
+    }
+
+    /// Removes a pending request; `true` if it was still pending.
+    fn forget(&self, wire_id: u64) -> bool {
+        let mut t = lock(&self.table);
+        match t.pending.remove(&wire_id) {
+            Some(p) => {
+                if let Some((ours, _)) = p.token {
+                    t.tokens.remove(&ours);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sends a notification or a response.
+    pub(crate) async fn send(&self, msg: &Message) -> Result<(), Error> {
+        self.write(msg).await
+    }
+
+    /// Routes one line/frame read from the peer.
+    pub(crate) async fn dispatch(&self, bytes: &[u8]) {
+        let msg = match Message::parse(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, line = %String::from_utf8_lossy(&bytes[..bytes.len().min(200)]), "upstream sent an invalid JSON-RPC message");
+                return;
+            }
+        };
+        self.tap.record(Direction::In, &msg, bytes);
+        if msg.is_response() {
+            let wire_id = msg.id().and_then(|id| match id {
+                Id::Number(n) => n.as_u64(),
+                Id::String(s) => s.parse().ok(),
+            });
+            let pending = wire_id.and_then(|w| {
+                let mut t = lock(&self.table);
+                let p = t.pending.remove(&w)?;
+                if let Some((ours, _)) = &p.token {
+                    t.tokens.remove(ours);
+                }
+                Some(p)
+            });
+            match pending {
+                Some(p) => {
+                    let mut msg = msg;
+                    msg.set_id(&p.original_id);
+                    let _ = p.tx.send(Ok(msg)).await;
+                }
+                None => {
+                    tracing::debug!(id = ?msg.id(), "response to no pending request (cancelled or unknown)")
+                }
+            }
+            return;
+        }
+        if msg.is_request() && msg.method() == Some(method::PING) {
+            if let Some(id) = msg.id() {
+                let _ = self.write(&Message::response(id, json!({}))).await;
+            }
+            return;
+        }
+        if msg.method() == Some(method::NOTIFICATION_PROGRESS) {
+            let token =
+                msg.params().and_then(|p| p.get("progressToken")).and_then(Value::as_str).map(str::to_owned);
+            if let Some(token) = token {
+                let target = {
+                    let t = lock(&self.table);
+                    t.tokens
+                        .get(&token)
+                        .and_then(|w| t.pending.get(w))
+                        .map(|p| (p.tx.clone(), p.token.clone()))
+                };
+                if let Some((tx, Some((_, theirs)))) = target {
+                    let mut msg = msg;
+                    msg.params_mut().insert("progressToken".into(), theirs);
+                    let _ = tx.send(Ok(msg)).await;
+                    return;
+                }
+            }
+        }
+        let _ = self.incoming.send(msg);
+    }
+}

@@ -1,0 +1,559 @@
+//! Streamable HTTP client for both revisions.
+//!
+//! Every message is its own POST. A request is answered with one JSON body or an SSE
+//! stream of related messages ending with the response. 2026-07-28 requests carry the
+//! mirrored headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`)
+//! and closing the stream cancels them. 2025-11-25 requests carry `Mcp-Session-Id` and
+//! the negotiated version; a 404 means the session is gone ([`Error::SessionExpired`],
+//! the client re-initialises), an SSE stream cut before its response is resumed with
+//! `Last-Event-ID`, and server-initiated messages arrive on a GET stream.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::json;
+use switchboard_wire::headers::{self as mcp_headers, HeaderParam};
+use switchboard_wire::{Message, method};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::frame::Direction;
+use crate::sse::SseParser;
+use crate::{Error, Exchange, Tap, TransportKind, Upstream, UpstreamEvent, UpstreamStatus};
+
+/// How to reach a Streamable HTTP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpConfig {
+    /// The MCP endpoint URL.
+    pub url: String,
+    /// Extra headers on every request (e.g. `Authorization`).
+    pub headers: BTreeMap<String, String>,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Largest JSON response body accepted.
+    pub max_response_bytes: usize,
+}
+
+impl HttpConfig {
+    /// Defaults for everything but the URL.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpConfig {
+            url: url.into(),
+            headers: BTreeMap::new(),
+            connect_timeout: Duration::from_secs(5),
+            max_response_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Session {
+    id: Option<String>,
+    version: String,
+}
+
+struct Inner {
+    client: reqwest::Client,
+    config: HttpConfig,
+    tap: Tap,
+    session: RwLock<Option<Session>>,
+    /// Session id returned with the InitializeResult, promoted on handshake completion.
+    offered_session: Mutex<Option<String>>,
+    header_params: RwLock<HashMap<String, Vec<HeaderParam>>>,
+    incoming: broadcast::Sender<Message>,
+    events: broadcast::Sender<UpstreamEvent>,
+    last_error: Mutex<Option<String>>,
+    shutdown: CancellationToken,
+    get_stream: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// The Streamable HTTP upstream.
+pub struct HttpUpstream {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl HttpUpstream {
+    /// Creates the client; no connection is made until the first request.
+    pub fn new(config: HttpConfig, tap: Tap, shutdown: CancellationToken) -> Result<Arc<Self>, Error> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| Error::Connect { url: config.url.clone(), reason: e.to_string() })?;
+        Ok(Arc::new(HttpUpstream {
+            inner: Arc::new(Inner {
+                client,
+                config,
+                tap,
+                session: RwLock::new(None),
+                offered_session: Mutex::new(None),
+                header_params: RwLock::new(HashMap::new()),
+                incoming: broadcast::channel(256).0,
+                events: broadcast::channel(16).0,
+                last_error: Mutex::new(None),
+                shutdown,
+                get_stream: Mutex::new(None),
+            }),
+        }))
+    }
+}
+
+impl Inner {
+    fn session(&self) -> Option<Session> {
+        self.session.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn headers_for(&self, msg: &Message) -> Result<HeaderMap, Error> {
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (k, v) in &self.config.headers {
+            insert(&mut h, k, v)?;
+        }
+        if msg.protocol_version().is_some() {
+            let params = match msg.name() {
+                Some(name) if msg.method() == Some(method::TOOLS_CALL) => self
+                    .header_params
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            for (k, v) in mcp_headers::request_headers(msg, &params) {
+                insert(&mut h, &k, &v)?;
+            }
+        } else if let Some(s) = self.session()
+            && msg.method() != Some(method::INITIALIZE)
+        {
+            if let Some(id) = &s.id {
+                insert(&mut h, "Mcp-Session-Id", id)?;
+            }
+            insert(&mut h, "MCP-Protocol-Version", &s.version)?;
+        }
+        Ok(h)
+    }
+
+    fn connect_err(&self, e: &reqwest::Error) -> Error {
+        let reason = if e.is_connect() {
+            format!("cannot connect: {}", root_cause(e))
+        } else if e.is_timeout() {
+            "timed out".to_owned()
+        } else {
+            root_cause(e)
+        };
+        let err = Error::Connect { url: self.config.url.clone(), reason };
+        *lock(&self.last_error) = Some(err.to_string());
+        err
+    }
+
+    async fn post(&self, msg: &Message) -> Result<reqwest::Response, Error> {
+        let bytes = msg.to_bytes();
+        let headers = self.headers_for(msg)?;
+        self.tap.record(Direction::Out, msg, &bytes);
+        let resp = self
+            .client
+            .post(&self.config.url)
+            .headers(headers)
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| self.connect_err(&e))?;
+        *lock(&self.last_error) = None;
+        Ok(resp)
+    }
+
+    async fn read_body(&self, resp: reqwest::Response) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.connect_err(&e))?;
+            if out.len() + chunk.len() > self.config.max_response_bytes {
+                return Err(Error::Protocol(format!(
+                    "response body exceeds the limit of {} bytes",
+                    self.config.max_response_bytes
+                )));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+
+    fn parse_in(&self, bytes: &[u8]) -> Result<Message, Error> {
+        let msg = Message::parse(bytes).map_err(|e| Error::Protocol(e.message))?;
+        self.tap.record(Direction::In, &msg, bytes);
+        Ok(msg)
+    }
+
+    /// Opens a GET stream resuming after `last_event_id` (legacy resumption).
+    async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, Error> {
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        for (k, v) in &self.config.headers {
+            insert(&mut h, k, v)?;
+        }
+        if let Some(s) = self.session() {
+            if let Some(id) = &s.id {
+                insert(&mut h, "Mcp-Session-Id", id)?;
+            }
+            insert(&mut h, "MCP-Protocol-Version", &s.version)?;
+        }
+        insert(&mut h, "Last-Event-ID", last_event_id)?;
+        let resp =
+            self.client.get(&self.config.url).headers(h).send().await.map_err(|e| self.connect_err(&e))?;
+        if !resp.status().is_success() {
+            return Err(Error::HttpStatus {
+                url: self.config.url.clone(),
+                status: resp.status().as_u16(),
+                body: String::new(),
+            });
+        }
+        Ok(resp)
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+fn insert(h: &mut HeaderMap, k: &str, v: &str) -> Result<(), Error> {
+    let name = HeaderName::from_bytes(k.as_bytes())
+        .map_err(|_| Error::Protocol(format!("invalid header name {k:?}")))?;
+    let value =
+        HeaderValue::from_str(v).map_err(|_| Error::Protocol(format!("invalid value for header {k}")))?;
+    h.insert(name, value);
+    Ok(())
+}
+
+fn is_event_stream(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// Pumps one SSE response stream into an exchange channel; resumes legacy streams.
+async fn pump_sse(
+    inner: Arc<Inner>,
+    mut resp: reqwest::Response,
+    request_id: Option<switchboard_wire::Id>,
+    tx: mpsc::Sender<Result<Message, Error>>,
+) {
+    let id_text = request_id.as_ref().map(ToString::to_string).unwrap_or_default();
+    let mut resumes = 0;
+    let mut last_event_id: Option<String> = None;
+    loop {
+        let mut parser = SseParser::default();
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::debug!(error = %e, "SSE stream broke");
+                    break;
+                }
+            };
+            let events = match parser.feed(&chunk) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    let _ = tx.send(Err(Error::Protocol(e))).await;
+                    return;
+                }
+            };
+            for ev in events {
+                if ev.id.is_some() {
+                    last_event_id = ev.id.clone();
+                }
+                if ev.data.trim().is_empty() {
+                    continue;
+                }
+                let msg = match inner.parse_in(ev.data.as_bytes()) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "invalid message on SSE stream");
+                        continue;
+                    }
+                };
+                let is_final = msg.is_response() && msg.id() == request_id;
+                if tx.send(Ok(msg)).await.is_err() {
+                    return; // caller went away: dropping the stream cancels.
+                }
+                if is_final {
+                    return;
+                }
+            }
+        }
+        // Stream ended without the response.
+        let legacy = inner.session().is_some();
+        match (&last_event_id, legacy) {
+            (Some(leid), true) if resumes < 3 && !inner.shutdown.is_cancelled() => {
+                resumes += 1;
+                tracing::info!(last_event_id = %leid, attempt = resumes, "resuming SSE stream");
+                match inner.resume(leid).await {
+                    Ok(r) => resp = r,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                }
+            }
+            _ => {
+                let _ = tx.send(Err(Error::StreamClosed { id: id_text })).await;
+                return;
+            }
+        }
+    }
+}
+
+/// The legacy standalone GET stream: server-initiated messages for the session.
+async fn get_stream(inner: Arc<Inner>) {
+    let mut failures = 0u32;
+    let mut last_event_id: Option<String> = None;
+    while !inner.shutdown.is_cancelled() && failures < 5 {
+        let Some(session) = inner.session() else { return };
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let mut ok = true;
+        for (k, v) in &inner.config.headers {
+            ok &= insert(&mut h, k, v).is_ok();
+        }
+        if let Some(id) = &session.id {
+            ok &= insert(&mut h, "Mcp-Session-Id", id).is_ok();
+        }
+        ok &= insert(&mut h, "MCP-Protocol-Version", &session.version).is_ok();
+        if let Some(leid) = &last_event_id {
+            ok &= insert(&mut h, "Last-Event-ID", leid).is_ok();
+        }
+        if !ok {
+            return;
+        }
+        let resp = tokio::select! {
+            r = inner.client.get(&inner.config.url).headers(h).send() => r,
+            _ = inner.shutdown.cancelled() => return,
+        };
+        match resp {
+            Ok(r) if r.status().is_success() && is_event_stream(&r) => {
+                failures = 0;
+                let mut parser = SseParser::default();
+                let mut stream = r.bytes_stream();
+                loop {
+                    let chunk = tokio::select! {
+                        c = stream.next() => c,
+                        _ = inner.shutdown.cancelled() => return,
+                    };
+                    let Some(Ok(chunk)) = chunk else { break };
+                    let Ok(events) = parser.feed(&chunk) else { break };
+                    for ev in events {
+                        if ev.id.is_some() {
+                            last_event_id = ev.id.clone();
+                        }
+                        if let Ok(msg) = inner.parse_in(ev.data.as_bytes()) {
+                            let _ = inner.incoming.send(msg);
+                        }
+                    }
+                }
+            }
+            Ok(r) if r.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED => {
+                tracing::debug!("server offers no GET stream");
+                return;
+            }
+            Ok(r) => {
+                tracing::debug!(status = %r.status(), "GET stream refused");
+                failures += 1;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "GET stream failed");
+                failures += 1;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500 * u64::from(failures.max(1)))) => {}
+            _ = inner.shutdown.cancelled() => return,
+        }
+    }
+}
+
+#[async_trait]
+impl Upstream for HttpUpstream {
+    fn kind(&self) -> TransportKind {
+        TransportKind::Http
+    }
+
+    async fn request(&self, msg: Message) -> Result<Exchange, Error> {
+        let inner = &self.inner;
+        let request_id = msg.id();
+        let id_text = request_id.as_ref().map(ToString::to_string).unwrap_or_default();
+        let resp = inner.post(&msg).await?;
+        let status = resp.status();
+        let is_init = msg.method() == Some(method::INITIALIZE);
+        if is_init && status.is_success() {
+            let sid = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            *lock(&inner.offered_session) = sid;
+        }
+        if status == reqwest::StatusCode::NOT_FOUND
+            && !is_init
+            && msg.protocol_version().is_none()
+            && let Some(Session { id: Some(session), .. }) = inner.session()
+        {
+            return Err(Error::SessionExpired { url: inner.config.url.clone(), session });
+        }
+        if status == reqwest::StatusCode::ACCEPTED {
+            return Err(Error::Protocol(format!(
+                "server answered request {id_text} with 202 Accepted and no response"
+            )));
+        }
+        let (tx, rx) = mpsc::channel(64);
+        if is_event_stream(&resp) && status.is_success() {
+            let task = tokio::spawn(pump_sse(inner.clone(), resp, request_id.clone(), tx));
+            let abort = task.abort_handle();
+            let legacy_cancel = inner.session().is_some().then(|| (inner.clone(), request_id.clone()));
+            let cancel = Box::new(move || {
+                abort.abort();
+                if let Some((inner, Some(id))) = legacy_cancel {
+                    let note = Message::notification(
+                        method::NOTIFICATION_CANCELLED,
+                        Some(
+                            json!({"requestId": id.to_value(), "reason": "cancelled by the router's client"}),
+                        ),
+                    );
+                    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                        handle.spawn(async move {
+                            let _ = inner.post(&note).await;
+                        });
+                    }
+                }
+            });
+            return Ok(Exchange::new(rx, id_text, Some(cancel)));
+        }
+        let body = inner.read_body(resp).await?;
+        match inner.parse_in(&body) {
+            Ok(m) if m.is_response() => {
+                let _ = tx.try_send(Ok(m));
+                Ok(Exchange::new(rx, id_text, None))
+            }
+            Ok(_) | Err(_) if !status.is_success() => Err(Error::HttpStatus {
+                url: inner.config.url.clone(),
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned(),
+            }),
+            Ok(m) => Err(Error::Protocol(format!("expected a response to {id_text}, got {}", m.kind_name()))),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn send(&self, msg: Message) -> Result<(), Error> {
+        let resp = self.inner.post(&msg).await?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        if status == reqwest::StatusCode::NOT_FOUND
+            && let Some(Session { id: Some(session), .. }) = self.inner.session()
+        {
+            return Err(Error::SessionExpired { url: self.inner.config.url.clone(), session });
+        }
+        let body = self.inner.read_body(resp).await.unwrap_or_default();
+        Err(Error::HttpStatus {
+            url: self.inner.config.url.clone(),
+            status: status.as_u16(),
+            body: String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned(),
+        })
+    }
+
+    fn incoming(&self) -> broadcast::Receiver<Message> {
+        self.inner.incoming.subscribe()
+    }
+
+    fn events(&self) -> broadcast::Receiver<UpstreamEvent> {
+        self.inner.events.subscribe()
+    }
+
+    fn status(&self) -> UpstreamStatus {
+        let last_error = lock(&self.inner.last_error).clone();
+        UpstreamStatus {
+            connected: last_error.is_none(),
+            last_error,
+            session_id: self.inner.session().and_then(|s| s.id),
+            ..Default::default()
+        }
+    }
+
+    async fn handshake_complete(&self, protocol_version: &str, legacy: bool) {
+        if !legacy {
+            *self.inner.session.write().unwrap_or_else(PoisonError::into_inner) = None;
+            return;
+        }
+        let id = lock(&self.inner.offered_session).take();
+        *self.inner.session.write().unwrap_or_else(PoisonError::into_inner) =
+            Some(Session { id, version: protocol_version.to_owned() });
+        let task = tokio::spawn(get_stream(self.inner.clone()));
+        if let Some(old) = lock(&self.inner.get_stream).replace(task) {
+            old.abort();
+        }
+    }
+
+    fn reset_session(&self) {
+        *self.inner.session.write().unwrap_or_else(PoisonError::into_inner) = None;
+        if let Some(old) = lock(&self.inner.get_stream).take() {
+            old.abort();
+        }
+    }
+
+    fn set_header_params(&self, tool: &str, params: Vec<HeaderParam>) {
+        let mut map = self.inner.header_params.write().unwrap_or_else(PoisonError::into_inner);
+        if params.is_empty() {
+            map.remove(tool);
+        } else {
+            map.insert(tool.to_owned(), params);
+        }
+    }
+
+    async fn close(&self) {
+        self.inner.shutdown.cancel();
+        if let Some(t) = lock(&self.inner.get_stream).take() {
+            t.abort();
+        }
+        if let Some(Session { id: Some(id), version }) = self.inner.session() {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                self.inner
+                    .client
+                    .delete(&self.inner.config.url)
+                    .header("Mcp-Session-Id", id)
+                    .header("MCP-Protocol-Version", version)
+                    .send(),
+            )
+            .await;
+        }
+        self.reset_session();
+    }
+}
+
+/// Kind names for error messages.
+trait KindName {
+    fn kind_name(&self) -> &'static str;
+}
+
+impl KindName for Message {
+    fn kind_name(&self) -> &'static str {
+        match self.kind() {
+            switchboard_wire::Kind::Request => "a request",
+            switchboard_wire::Kind::Notification => "a notification",
+            switchboard_wire::Kind::Response => "a response",
+            switchboard_wire::Kind::Error => "an error",
+        }
+    }
+}

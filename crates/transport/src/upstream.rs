@@ -1,0 +1,124 @@
+//! The one interface every upstream transport implements.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use switchboard_wire::Message;
+use tokio::sync::broadcast;
+
+use crate::{Error, Exchange};
+
+/// Which transport an upstream uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// JSON-RPC over WebSocket text frames (subprotocol `mcp`).
+    Ws,
+}
+
+impl TransportKind {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::Http => "http",
+            TransportKind::Ws => "ws",
+        }
+    }
+}
+
+/// Lifecycle events of the connection underneath an upstream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum UpstreamEvent {
+    /// A process was started or a connection made; any handshake must be redone.
+    Started {
+        /// Process id (stdio).
+        pid: Option<u32>,
+        /// Increases with every restart.
+        generation: u64,
+    },
+    /// The process exited or the connection dropped.
+    Exited {
+        /// Exit status or close reason.
+        status: String,
+        /// How long it ran, in milliseconds.
+        uptime_ms: u64,
+        /// Last stderr lines (stdio).
+        stderr_tail: String,
+    },
+    /// A restart is scheduled.
+    Restarting {
+        /// 1 for the first restart after a clean run, then increasing.
+        attempt: u32,
+        /// Backoff before the restart, in milliseconds.
+        delay_ms: u64,
+    },
+    /// The supervisor stopped restarting (crash loop); the upstream is unusable.
+    GaveUp {
+        /// Human-readable reason including the stderr tail.
+        reason: String,
+    },
+}
+
+/// A snapshot of the connection underneath an upstream, for `switchboard servers` and the UI.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UpstreamStatus {
+    /// `true` when messages can be sent now.
+    pub connected: bool,
+    /// Child process id (stdio).
+    pub pid: Option<u32>,
+    /// Restarts so far (stdio).
+    pub restarts: u32,
+    /// Resident memory of the child in bytes (stdio, Linux).
+    pub memory_bytes: Option<u64>,
+    /// Last stderr lines (stdio).
+    pub stderr_tail: Vec<String>,
+    /// Why the upstream is not connected, if it is not.
+    pub last_error: Option<String>,
+    /// 2025-11-25 HTTP session id, when one is held.
+    pub session_id: Option<String>,
+}
+
+/// A connection to one MCP server, whatever the transport.
+#[async_trait]
+pub trait Upstream: Send + Sync + 'static {
+    /// The transport in use.
+    fn kind(&self) -> TransportKind;
+
+    /// Sends a request. The returned [`Exchange`] yields the messages that relate to it
+    /// and then its response; the request id seen by the caller is preserved.
+    async fn request(&self, msg: Message) -> Result<Exchange, Error>;
+
+    /// Sends a notification, or a response to a server → client request.
+    async fn send(&self, msg: Message) -> Result<(), Error>;
+
+    /// Server messages that belong to no request in flight: `list_changed`,
+    /// `resources/updated`, server → client requests over stdio and WebSocket, the
+    /// legacy HTTP GET stream.
+    fn incoming(&self) -> broadcast::Receiver<Message>;
+
+    /// Lifecycle events (restarts, exits).
+    fn events(&self) -> broadcast::Receiver<UpstreamEvent>;
+
+    /// Current connection status.
+    fn status(&self) -> UpstreamStatus;
+
+    /// Called by the client after a successful handshake, with the negotiated protocol
+    /// version; legacy HTTP uses it to send later requests with the session headers and
+    /// to open the GET stream.
+    async fn handshake_complete(&self, _protocol_version: &str, _legacy: bool) {}
+
+    /// Forgets any session state (before a re-handshake).
+    fn reset_session(&self) {}
+
+    /// Tells the transport which tool arguments to mirror into `Mcp-Param-*` headers.
+    fn set_header_params(&self, _tool: &str, _params: Vec<switchboard_wire::headers::HeaderParam>) {}
+
+    /// Shuts the connection down (kills the child, ends the session).
+    async fn close(&self);
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the transports against real processes and sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod http;
+mod stdio;
