@@ -144,7 +144,12 @@ async fn quick_check(path: &Path, conn: &mut SqliteConnection) -> Result<(), Err
         [ok] if ok == "ok" => Ok(()),
         _ => Err(Error::Corrupt {
             path: path.to_path_buf(),
-            detail: format!("integrity check failed: {}", findings.join("; ")),
+            // Findings are multi-line ("*** in database main ***\nTree 4 page 116: ..."); keep the message
+            // on one line.
+            detail: format!(
+                "integrity check failed: {}",
+                findings.iter().flat_map(|f| f.lines()).map(str::trim).collect::<Vec<_>>().join("; ")
+            ),
         }),
     }
 }

@@ -139,6 +139,11 @@ async fn a_database_damaged_in_the_middle_is_reported_as_corrupt() {
 
     let err = Store::open(&config).await.expect_err("a damaged file must not open");
     assert_corrupt(&err, &config.path);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("integrity check failed") && !msg.contains('\n'),
+        "one line with the finding: {msg}"
+    );
 }
 
 #[tokio::test]
