@@ -1,0 +1,4 @@
+//! Integration tests of switchboard-servers: one binary, one module per server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod knowledge;
