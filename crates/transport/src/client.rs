@@ -371,7 +371,9 @@ async fn try_modern(up: &dyn Upstream, opts: &ConnectOptions, ids: &AtomicU64, s
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
                     .unwrap_or_default();
-                match supported.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str()) && **v != version) {
+                // Retry with a version both sides support — possibly the same one, once: a
+                // server may reject the first request for reasons of its own.
+                match supported.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str())) {
                     Some(v) => {
                         version = v.clone();
                         continue;

@@ -1,0 +1,171 @@
+//! The application config file (`switchboard.toml`) and its defaults.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::Deserialize;
+use switchboard_router::config::{self, ServerToml};
+use switchboard_router::{RegistryConfig, ServerSpec};
+
+/// The configuration shipped inside the binary.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../../assets/switchboard.toml");
+
+/// `[router]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterToml {
+    /// Catalog refresh period in seconds.
+    #[serde(default = "default_refresh")]
+    pub refresh_interval_secs: u64,
+    /// Handshake step limit in seconds.
+    #[serde(default = "default_handshake")]
+    pub handshake_timeout_secs: u64,
+    /// Registry request limit in seconds.
+    #[serde(default = "default_request")]
+    pub request_timeout_secs: u64,
+    /// `mcp.json` files to import.
+    #[serde(default)]
+    pub mcp_json: Vec<PathBuf>,
+}
+
+fn default_refresh() -> u64 {
+    config::DEFAULT_REFRESH.as_secs()
+}
+fn default_handshake() -> u64 {
+    config::DEFAULT_HANDSHAKE_TIMEOUT.as_secs()
+}
+fn default_request() -> u64 {
+    config::DEFAULT_REQUEST_TIMEOUT.as_secs()
+}
+
+impl Default for RouterToml {
+    fn default() -> Self {
+        RouterToml {
+            refresh_interval_secs: default_refresh(),
+            handshake_timeout_secs: default_handshake(),
+            request_timeout_secs: default_request(),
+            mcp_json: Vec::new(),
+        }
+    }
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreToml {
+    /// Database file; empty means the platform default.
+    #[serde(default)]
+    pub path: String,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppToml {
+    /// `[router]`.
+    #[serde(default)]
+    pub router: RouterToml,
+    /// `[store]`.
+    #[serde(default)]
+    pub store: StoreToml,
+    /// `[servers.NAME]`.
+    #[serde(default)]
+    pub servers: BTreeMap<String, ServerToml>,
+}
+
+/// Configuration after all sources were merged.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    /// Registry behaviour.
+    pub registry: RegistryConfig,
+    /// Database file.
+    pub db_path: PathBuf,
+    /// Servers from the file and the imported `mcp.json` files.
+    pub servers: Vec<ServerSpec>,
+    /// Where the configuration came from.
+    pub source: String,
+    /// Non-fatal problems (a bad entry in an `mcp.json` file).
+    pub warnings: Vec<String>,
+}
+
+/// The platform default database path.
+pub fn default_db_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("switchboard").join("switchboard.db")
+}
+
+/// Loads the configuration: `file` if given, else `./switchboard.toml` if it exists, else
+/// the embedded default. `extra_mcp_json` adds `mcp.json` files; `db` overrides the store path.
+pub fn load(file: Option<&Path>, extra_mcp_json: &[PathBuf], db: Option<&Path>) -> anyhow::Result<AppConfig> {
+    let local = Path::new("switchboard.toml");
+    let (text, source) = match file {
+        Some(f) => (
+            std::fs::read_to_string(f).with_context(|| format!("cannot read config file {}", f.display()))?,
+            f.display().to_string(),
+        ),
+        None if local.exists() => (
+            std::fs::read_to_string(local).context("cannot read ./switchboard.toml")?,
+            "switchboard.toml".to_owned(),
+        ),
+        None => (EMBEDDED_DEFAULT.to_owned(), "embedded default config".to_owned()),
+    };
+    parse(&text, &source, extra_mcp_json, db)
+}
+
+/// Parses configuration text (see [`load`]).
+pub fn parse(
+    text: &str,
+    source: &str,
+    extra_mcp_json: &[PathBuf],
+    db: Option<&Path>,
+) -> anyhow::Result<AppConfig> {
+    let doc: AppToml = toml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+    let mut servers = Vec::new();
+    for (name, t) in doc.servers {
+        servers.push(config::spec_from_toml(&name, t, source)?);
+    }
+    let mut warnings = Vec::new();
+    for path in doc.router.mcp_json.iter().chain(extra_mcp_json) {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read mcp.json file {}", path.display()))?;
+        let (specs, errors) = config::servers_from_mcp_json(&text, &path.display().to_string())?;
+        servers.extend(specs);
+        warnings.extend(errors.iter().map(|e| format!("skipped: {e}")));
+    }
+    config::check_unique(&servers)?;
+    let registry = RegistryConfig {
+        refresh_interval: Duration::from_secs(doc.router.refresh_interval_secs).max(config::MIN_REFRESH),
+        handshake_timeout: Duration::from_secs(doc.router.handshake_timeout_secs.max(1)),
+        request_timeout: Duration::from_secs(doc.router.request_timeout_secs.max(1)),
+        ..RegistryConfig::default()
+    };
+    let db_path = match db {
+        Some(p) => p.to_path_buf(),
+        None if !doc.store.path.is_empty() => PathBuf::from(&doc.store.path),
+        None => default_db_path(),
+    };
+    Ok(AppConfig { registry, db_path, servers, source: source.to_owned(), warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_parses() {
+        let c = parse(EMBEDDED_DEFAULT, "embedded", &[], None).unwrap();
+        assert!(c.servers.is_empty());
+        assert_eq!(c.registry.refresh_interval, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = parse("[router]\nrefresh_intervl_secs = 3\n", "x.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("refresh_intervl_secs"), "{e}");
+    }
+}

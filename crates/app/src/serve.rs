@@ -1,0 +1,65 @@
+//! `switchboard serve`: run the router until interrupted.
+
+use std::time::Duration;
+
+use switchboard_router::{Event, EventBus, Registry};
+use switchboard_store::{Store, StoreConfig};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::AppConfig;
+
+/// Opens the store (a locked or corrupt file is a clear error) and starts the registry.
+pub async fn start(config: &AppConfig, cancel: CancellationToken) -> anyhow::Result<(Registry, Store)> {
+    let store = Store::open(&StoreConfig { path: config.db_path.clone(), ..StoreConfig::default() }).await?;
+    let registry = Registry::new(
+        config.registry.clone(),
+        Some(store.clone()),
+        EventBus::default(),
+        FrameBus::default(),
+        cancel,
+    );
+    registry.add_all(config.servers.clone()).await?;
+    Ok((registry, store))
+}
+
+/// Logs registry events until cancelled.
+pub async fn log_events(registry: Registry, cancel: CancellationToken) {
+    let mut rx = registry.events().subscribe();
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            e = rx.recv() => match e {
+                Ok(ev) => match ev.as_ref() {
+                    Event::Handshake { server, record } => match &record.error {
+                        None => tracing::info!(%server, era = ?record.era, version = ?record.chosen_version, tools = ?record.tool_count, ms = format!("{:.1}", record.duration_ms), "handshake"),
+                        Some(err) => tracing::warn!(%server, error = %err, "handshake failed"),
+                    },
+                    Event::Catalog { server, tools, quarantined, trigger, .. } => {
+                        tracing::info!(%server, tools, quarantined = quarantined.len(), %trigger, "catalog");
+                    }
+                    Event::Upstream { server, event, .. } => tracing::info!(%server, ?event, "upstream"),
+                    _ => {}
+                },
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => tracing::warn!(missed = n, "event log fell behind"),
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Runs until `cancel` fires, then shuts down within a deadline.
+pub async fn run(config: AppConfig, cancel: CancellationToken) -> anyhow::Result<()> {
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
+    tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), "starting switchboard");
+    let (registry, store) = start(&config, cancel.child_token()).await?;
+    let logger = tokio::spawn(log_events(registry.clone(), cancel.clone()));
+    cancel.cancelled().await;
+    tracing::info!("shutting down");
+    registry.shutdown(Duration::from_secs(5)).await;
+    let _ = logger.await;
+    store.close().await;
+    Ok(())
+}

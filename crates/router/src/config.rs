@@ -1,0 +1,529 @@
+//! Server definitions: the `[servers.NAME]` tables of the TOML config and the
+//! `mcpServers` map of `mcp.json` files, normalised into [`ServerSpec`]s.
+//!
+//! Parsing is pure (strings in, specs out): the binary reads files and the environment
+//! and hands the text here, so the same rules apply to every source.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use switchboard_transport::TransportKind;
+use switchboard_transport::stdio::RestartPolicy;
+
+use crate::Error;
+
+/// Default period of catalog refreshes.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
+/// Shortest refresh period accepted (a tiny `ttlMs` must not become a busy loop).
+pub const MIN_REFRESH: Duration = Duration::from_secs(1);
+/// Default handshake timeout.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default request timeout for registry requests (lists).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the registry behaves, whatever the servers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegistryConfig {
+    /// Catalog refresh period (shortened by a server's `ttlMs`).
+    pub refresh_interval: Duration,
+    /// Limit of each handshake step.
+    pub handshake_timeout: Duration,
+    /// Limit of list requests.
+    pub request_timeout: Duration,
+    /// Handshake failures in a row after which a server is `unavailable`.
+    pub unavailable_after: u32,
+    /// First delay between reconnect attempts (doubles, capped at 30 s).
+    pub reconnect_backoff: Duration,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        RegistryConfig {
+            refresh_interval: DEFAULT_REFRESH,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            unavailable_after: 3,
+            reconnect_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+/// How to reach one server.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "transport", rename_all = "lowercase")]
+pub enum TransportSpec {
+    /// A child process.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Extra environment.
+        env: BTreeMap<String, String>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// Endpoint URL.
+        url: String,
+        /// Extra headers (not part of the server id: tokens rotate).
+        #[serde(skip)]
+        headers: BTreeMap<String, String>,
+    },
+    /// WebSocket.
+    Ws {
+        /// `ws://` / `wss://` URL.
+        url: String,
+    },
+}
+
+impl TransportSpec {
+    /// The transport kind.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            TransportSpec::Stdio { .. } => TransportKind::Stdio,
+            TransportSpec::Http { .. } => TransportKind::Http,
+            TransportSpec::Ws { .. } => TransportKind::Ws,
+        }
+    }
+
+    /// A one-line description (`npx -y pkg`, `http://host/mcp`).
+    pub fn describe(&self) -> String {
+        match self {
+            TransportSpec::Stdio { command, args, .. } => {
+                std::iter::once(command.clone()).chain(args.iter().cloned()).collect::<Vec<_>>().join(" ")
+            }
+            TransportSpec::Http { url, .. } | TransportSpec::Ws { url } => url.clone(),
+        }
+    }
+}
+
+/// One upstream server, normalised from any source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerSpec {
+    /// Unique name; also the default namespace prefix of its tools.
+    pub name: String,
+    /// Transport and endpoint.
+    #[serde(flatten)]
+    pub transport: TransportSpec,
+    /// Domain capability labels (`vision`, `rag`, …).
+    pub labels: Vec<String>,
+    /// Disabled servers are listed but never connected.
+    pub enabled: bool,
+    /// Restart policy of a stdio child.
+    #[serde(skip)]
+    pub restart: RestartPolicy,
+    /// Per-server refresh period override.
+    #[serde(skip)]
+    pub refresh_interval: Option<Duration>,
+    /// Where the definition came from (file path or "flags").
+    pub source: String,
+}
+
+impl ServerSpec {
+    /// Stable id: a hash of the name and the normalised endpoint (command line, working
+    /// directory and environment, or URL). Headers, labels and tuning are left out so a
+    /// rotated token or a new label keeps the server's history.
+    pub fn server_id(&self) -> String {
+        let identity = match &self.transport {
+            TransportSpec::Stdio { command, args, env, cwd } => serde_json::json!({
+                "kind": "stdio", "command": command, "args": args, "env": env,
+                "cwd": cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            }),
+            TransportSpec::Http { url, .. } => serde_json::json!({"kind": "http", "url": normalise_url(url)}),
+            TransportSpec::Ws { url } => serde_json::json!({"kind": "ws", "url": normalise_url(url)}),
+        };
+        let mut h = Sha256::new();
+        h.update(self.name.as_bytes());
+        h.update([0]);
+        h.update(canonical_json(&identity).as_bytes());
+        let digest = h.finalize();
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The config as stored (headers left out).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+fn normalise_url(url: &str) -> String {
+    let trimmed = url.trim().trim_end_matches('/');
+    match trimmed.split_once("://") {
+        Some((scheme, rest)) => {
+            let (host, path) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
+            let path = if path.is_empty() { String::new() } else { format!("/{path}") };
+            format!("{}://{}{}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase(), path)
+        }
+        None => trimmed.to_owned(),
+    }
+}
+
+/// JSON with object keys sorted at every level.
+fn canonical_json(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&m[k.as_str()])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+/// One `[servers.NAME]` table of the TOML config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerToml {
+    /// Program of a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Its extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// URL of an HTTP or WebSocket server.
+    pub url: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `stdio`, `http` or `ws`; inferred from `command`/`url` when absent.
+    pub transport: Option<String>,
+    /// Domain capability labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// `false` keeps the server registered but disconnected.
+    pub enabled: Option<bool>,
+    /// Override of the refresh period, in seconds.
+    pub refresh_interval_secs: Option<u64>,
+    /// Stdio restart policy.
+    #[serde(default)]
+    pub restart: RestartToml,
+}
+
+/// `[servers.NAME.restart]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestartToml {
+    /// First backoff in milliseconds.
+    pub initial_backoff_ms: Option<u64>,
+    /// Backoff cap in milliseconds.
+    pub max_backoff_ms: Option<u64>,
+    /// Runs shorter than this (ms) count as quick exits.
+    pub quick_exit_ms: Option<u64>,
+    /// Quick exits in a row before giving up.
+    pub crash_loop_limit: Option<u32>,
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+/// Normalises one TOML server table.
+pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerSpec, Error> {
+    let err = |message: String| Error::Config { file: source.to_owned(), message };
+    if !valid_name(name) {
+        return Err(err(format!(
+            "server name {name:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
+        )));
+    }
+    let transport = match (&t.command, &t.url) {
+        (Some(_), Some(_)) => {
+            return Err(err(format!(
+                "servers.{name}: set either `command` (stdio) or `url` (http/ws), not both"
+            )));
+        }
+        (None, None) => {
+            return Err(err(format!(
+                "servers.{name}: needs `command` (a stdio server) or `url` (an HTTP or WebSocket server)"
+            )));
+        }
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(err(format!("servers.{name}.command is empty")));
+            }
+            if let Some(tr) = t.transport.as_deref().filter(|t| *t != "stdio") {
+                return Err(err(format!("servers.{name}: transport = {tr:?} needs `url`, not `command`")));
+            }
+            TransportSpec::Stdio { command: command.clone(), args: t.args, env: t.env, cwd: t.cwd }
+        }
+        (None, Some(url)) => url_transport(name, url, t.transport.as_deref(), t.headers).map_err(err)?,
+    };
+    let mut restart = RestartPolicy::default();
+    if let Some(v) = t.restart.initial_backoff_ms {
+        restart.initial_backoff = Duration::from_millis(v);
+    }
+    if let Some(v) = t.restart.max_backoff_ms {
+        restart.max_backoff = Duration::from_millis(v);
+    }
+    if let Some(v) = t.restart.quick_exit_ms {
+        restart.quick_exit = Duration::from_millis(v);
+    }
+    if let Some(v) = t.restart.crash_loop_limit {
+        if v == 0 {
+            return Err(err(format!("servers.{name}.restart.crash_loop_limit must be at least 1")));
+        }
+        restart.crash_loop_limit = v;
+    }
+    if restart.max_backoff < restart.initial_backoff {
+        return Err(err(format!(
+            "servers.{name}.restart: max_backoff_ms ({}) is below initial_backoff_ms ({})",
+            restart.max_backoff.as_millis(),
+            restart.initial_backoff.as_millis()
+        )));
+    }
+    for l in &t.labels {
+        if !valid_name(l) {
+            return Err(err(format!(
+                "servers.{name}.labels: {l:?} is not a valid label (letters, digits, '-', '_', '.')"
+            )));
+        }
+    }
+    Ok(ServerSpec {
+        name: name.to_owned(),
+        transport,
+        labels: t.labels,
+        enabled: t.enabled.unwrap_or(true),
+        restart,
+        refresh_interval: t.refresh_interval_secs.map(|s| Duration::from_secs(s).max(MIN_REFRESH)),
+        source: source.to_owned(),
+    })
+}
+
+fn url_transport(
+    name: &str,
+    url: &str,
+    transport: Option<&str>,
+    headers: BTreeMap<String, String>,
+) -> Result<TransportSpec, String> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let inferred = match scheme.as_deref() {
+        Some("http" | "https") => "http",
+        Some("ws" | "wss") => "ws",
+        _ => {
+            return Err(format!(
+                "servers.{name}.url {url:?} must start with http://, https://, ws:// or wss://"
+            ));
+        }
+    };
+    let chosen = match transport {
+        None => inferred,
+        Some("http" | "streamable-http" | "streamableHttp") if inferred == "http" => "http",
+        Some("ws" | "websocket") if inferred == "ws" => "ws",
+        Some("sse") => {
+            return Err(format!(
+                "servers.{name}: the deprecated HTTP+SSE transport (2024-11-05) is not supported; point `url` at the server's Streamable HTTP endpoint"
+            ));
+        }
+        Some(other) => return Err(format!("servers.{name}: transport {other:?} does not match url {url:?}")),
+    };
+    Ok(if chosen == "http" {
+        TransportSpec::Http { url: url.to_owned(), headers }
+    } else {
+        TransportSpec::Ws { url: url.to_owned() }
+    })
+}
+
+/// Parses the `[servers]` table of a TOML document (other tables are ignored here).
+pub fn servers_from_toml(text: &str, source: &str) -> Result<Vec<ServerSpec>, Error> {
+    #[derive(Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        servers: BTreeMap<String, ServerToml>,
+    }
+    let doc: Doc = toml::from_str(text)
+        .map_err(|e| Error::Config { file: source.to_owned(), message: e.to_string() })?;
+    doc.servers.into_iter().map(|(name, t)| spec_from_toml(&name, t, source)).collect()
+}
+
+/// Parses an `mcp.json` file (`{"mcpServers": {NAME: {command,args,env} | {url,headers,type}}}`;
+/// VS Code's `servers` key is accepted too). Returns the servers that parsed and one
+/// error per server that did not, so one bad entry does not hide the others.
+pub fn servers_from_mcp_json(text: &str, source: &str) -> Result<(Vec<ServerSpec>, Vec<Error>), Error> {
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| Error::Config { file: source.to_owned(), message: format!("invalid JSON: {e}") })?;
+    let map =
+        doc.get("mcpServers").or_else(|| doc.get("servers")).and_then(Value::as_object).ok_or_else(|| {
+            Error::Config { file: source.to_owned(), message: "no \"mcpServers\" object found".into() }
+        })?;
+    let mut specs = Vec::new();
+    let mut errors = Vec::new();
+    for (name, entry) in map {
+        let parsed = (|| -> Result<ServerSpec, Error> {
+            let obj = entry.as_object().ok_or_else(|| Error::Config {
+                file: source.to_owned(),
+                message: format!("mcpServers.{name} must be an object"),
+            })?;
+            let mut t = ServerToml::default();
+            let bad = |field: &str, want: &str| Error::Config {
+                file: source.to_owned(),
+                message: format!("mcpServers.{name}.{field} must be {want}"),
+            };
+            for (k, v) in obj {
+                match k.as_str() {
+                    "command" => {
+                        t.command = Some(v.as_str().ok_or_else(|| bad("command", "a string"))?.to_owned())
+                    }
+                    "args" => {
+                        t.args = v
+                            .as_array()
+                            .ok_or_else(|| bad("args", "an array of strings"))?
+                            .iter()
+                            .map(|a| {
+                                a.as_str()
+                                    .map(str::to_owned)
+                                    .ok_or_else(|| bad("args", "an array of strings"))
+                            })
+                            .collect::<Result<_, _>>()?;
+                    }
+                    "env" | "headers" => {
+                        let m: BTreeMap<String, String> = v
+                            .as_object()
+                            .ok_or_else(|| bad(k, "an object of strings"))?
+                            .iter()
+                            .map(|(a, b)| {
+                                b.as_str()
+                                    .map(|s| (a.clone(), s.to_owned()))
+                                    .ok_or_else(|| bad(k, "an object of strings"))
+                            })
+                            .collect::<Result<_, _>>()?;
+                        if k == "env" { t.env = m } else { t.headers = m }
+                    }
+                    "cwd" => t.cwd = Some(PathBuf::from(v.as_str().ok_or_else(|| bad("cwd", "a string"))?)),
+                    "url" => t.url = Some(v.as_str().ok_or_else(|| bad("url", "a string"))?.to_owned()),
+                    "type" | "transport" => {
+                        t.transport = Some(v.as_str().ok_or_else(|| bad(k, "a string"))?.to_owned())
+                    }
+                    "disabled" => t.enabled = Some(!v.as_bool().unwrap_or(false)),
+                    // Client-specific keys (autoApprove, timeout, …) are not ours to judge.
+                    _ => {}
+                }
+            }
+            if t.transport.as_deref() == Some("stdio") && t.command.is_some() {
+                t.transport = None;
+            }
+            spec_from_toml(name, t, source)
+        })();
+        match parsed {
+            Ok(s) => specs.push(s),
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((specs, errors))
+}
+
+/// Rejects duplicate names across sources.
+pub fn check_unique(specs: &[ServerSpec]) -> Result<(), Error> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in specs {
+        if let Some(first) = seen.insert(&s.name, &s.source) {
+            return Err(Error::DuplicateName {
+                name: s.name.clone(),
+                first: first.to_owned(),
+                second: s.source.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_servers_are_normalised() {
+        let specs = servers_from_toml(
+            r#"
+            [servers.everything]
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-everything"]
+            labels = ["demo"]
+            [servers.remote]
+            url = "HTTP://Example.COM/mcp/"
+            headers = { Authorization = "Bearer a" }
+            [servers.sock]
+            url = "ws://127.0.0.1:9/mcp"
+            "#,
+            "switchboard.toml",
+        )
+        .unwrap();
+        assert_eq!(specs.len(), 3);
+        assert_eq!(specs[0].transport.kind(), TransportKind::Stdio);
+        assert_eq!(specs[1].transport.kind(), TransportKind::Http);
+        assert_eq!(specs[2].transport.kind(), TransportKind::Ws);
+        let mut rotated = specs[1].clone();
+        if let TransportSpec::Http { headers, url } = &mut rotated.transport {
+            headers.insert("Authorization".into(), "Bearer b".into());
+            *url = "http://example.com/mcp".into();
+        }
+        assert_eq!(rotated.server_id(), specs[1].server_id(), "headers and URL case do not change the id");
+        let mut renamed = specs[1].clone();
+        renamed.name = "other".into();
+        assert_ne!(renamed.server_id(), specs[1].server_id());
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let e = servers_from_toml("[servers.x]\nargs=[]\n", "a.toml").unwrap_err().to_string();
+        assert!(e.contains("a.toml") && e.contains("servers.x") && e.contains("command"), "{e}");
+        let e = servers_from_toml("[servers.x]\ncommand='a'\nurl='http://b'\n", "a.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not both"), "{e}");
+        let e =
+            servers_from_toml("[servers.x]\ncommand='a'\ncomand='b'\n", "a.toml").unwrap_err().to_string();
+        assert!(e.contains("comand"), "{e}");
+        let e = servers_from_toml("[servers.x]\nurl='ftp://b'\n", "a.toml").unwrap_err().to_string();
+        assert!(e.contains("http://"), "{e}");
+        let e = servers_from_toml(
+            "[servers.x]\ncommand='a'\n[servers.x.restart]\ninitial_backoff_ms=500\nmax_backoff_ms=100\n",
+            "a.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("max_backoff_ms"), "{e}");
+    }
+
+    #[test]
+    fn mcp_json_is_read_like_desktop_clients_write_it() {
+        let (specs, errors) = servers_from_mcp_json(
+            r#"{"mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"A": "1"}},
+                "remote": {"url": "http://127.0.0.1:3000/mcp", "type": "http", "autoApprove": []},
+                "old": {"url": "http://127.0.0.1:3001/sse", "type": "sse"},
+                "broken": {"command": 5}
+            }}"#,
+            "claude_desktop_config.json",
+        )
+        .unwrap();
+        assert_eq!(specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["fs", "remote"]);
+        assert_eq!(errors.len(), 2);
+        let all = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        assert!(all.contains("HTTP+SSE") && all.contains("mcpServers.broken.command"), "{all}");
+    }
+
+    #[test]
+    fn duplicate_names_are_refused() {
+        let a = servers_from_toml("[servers.x]\ncommand='a'\n", "a.toml").unwrap();
+        let (b, _) = servers_from_mcp_json(r#"{"mcpServers":{"x":{"command":"b"}}}"#, "mcp.json").unwrap();
+        let all: Vec<_> = a.into_iter().chain(b).collect();
+        let e = check_unique(&all).unwrap_err().to_string();
+        assert!(e.contains("a.toml") && e.contains("mcp.json"), "{e}");
+    }
+}

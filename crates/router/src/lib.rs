@@ -1,0 +1,25 @@
+//! The router's registry of upstream MCP servers.
+//!
+//! This crate turns configuration (a TOML file, `mcp.json` files as desktop MCP clients
+//! write them) into live, handshaken connections: each server gets a stable
+//! [`config::ServerSpec::server_id`], a supervised connection, a handshake record for
+//! every attempt, a catalog of tools/resources/prompts whose schemas are compiled (a
+//! broken tool is quarantined, the rest stay usable), periodic and `list_changed`
+//! refreshes, and a state (`pending → ready → degraded → unavailable`) with a reason for
+//! every change. Everything observable is published on the [`events::EventBus`] and, where
+//! useful, persisted through `switchboard-store`.
+//!
+//! The data plane (federated endpoint, scheduling) builds on [`registry::Registry`] but
+//! lives elsewhere: this crate only knows about upstreams.
+
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod registry;
+pub mod schema;
+
+pub use config::{RegistryConfig, ServerSpec, TransportSpec};
+pub use error::Error;
+pub use events::{Event, EventBus};
+pub use registry::{Registry, ServerState, ServerView};

@@ -1,0 +1,894 @@
+//! The registry: one supervised connection per configured server.
+//!
+//! For each server a task connects (era negotiation, handshake), lists its catalog,
+//! and then watches it: periodic refreshes (shortened by `ttlMs`), `list_changed`
+//! notifications (the legacy notification, or a `subscriptions/listen` stream on
+//! 2026-07-28 servers), process restarts (re-handshake), and failures (backoff and
+//! reconnect). Every state change carries its reason; every handshake, successful or
+//! not, becomes a record in the store and an event on the bus.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use switchboard_store::{HandshakeRecord, ServerRecord, Store, ToolSnapshot};
+use switchboard_transport::client::ClientError;
+use switchboard_transport::http::{HttpConfig, HttpUpstream};
+use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
+use switchboard_transport::ws::{WsConfig, WsUpstream};
+use switchboard_transport::{
+    ConnectOptions, Exchange, FrameBus, Handshake, HandshakeFailure, McpClient, Upstream, UpstreamEvent,
+    UpstreamStatus,
+};
+use switchboard_wire::{Era, ErrorObject, Message, error_code, method};
+use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::catalog::Catalog;
+use crate::config::{MIN_REFRESH, RegistryConfig, ServerSpec, TransportSpec};
+use crate::events::{Event, EventBus, now_ms};
+use crate::schema::{Quarantined, compile_tools};
+use crate::{Error, config};
+
+/// Health of a server, as the router sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerState {
+    /// Registered, not (yet) connected.
+    Pending,
+    /// Handshaken and listed; routable.
+    Ready,
+    /// Was ready; now restarting, reconnecting or failing refreshes.
+    Degraded,
+    /// Repeated failures or a crash loop; not routable until it recovers.
+    Unavailable,
+}
+
+impl ServerState {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Pending => "pending",
+            ServerState::Ready => "ready",
+            ServerState::Degraded => "degraded",
+            ServerState::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// A read-only view of one server, for the CLI and the UI.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerView {
+    /// Stable id.
+    pub server_id: String,
+    /// Name.
+    pub name: String,
+    /// `stdio`, `http` or `ws`.
+    pub transport: &'static str,
+    /// Command line or URL.
+    pub endpoint: String,
+    /// Domain labels.
+    pub labels: Vec<String>,
+    /// State.
+    pub state: ServerState,
+    /// Why it is in that state.
+    pub reason: String,
+    /// Since when (unix ms).
+    pub since_ms: i64,
+    /// Era spoken, once known.
+    pub era: Option<Era>,
+    /// Negotiated protocol version.
+    pub protocol_version: Option<String>,
+    /// `serverInfo`.
+    pub server_info: Value,
+    /// Usable tool names.
+    pub tools: Vec<String>,
+    /// Tools left out.
+    pub quarantined: Vec<Quarantined>,
+    /// Number of resources.
+    pub resources: usize,
+    /// Number of prompts.
+    pub prompts: usize,
+    /// Connection details (pid, restarts, memory, stderr tail, session).
+    pub status: UpstreamStatus,
+}
+
+struct StateCell {
+    state: ServerState,
+    reason: String,
+    since_ms: i64,
+}
+
+/// One registered server and its live connection.
+pub struct ServerEntry {
+    /// Its definition.
+    pub spec: ServerSpec,
+    /// Its stable id.
+    pub id: String,
+    state: RwLock<StateCell>,
+    client: RwLock<Option<Arc<McpClient>>>,
+    upstream: RwLock<Option<Arc<dyn Upstream>>>,
+    catalog: RwLock<Arc<Catalog>>,
+    era: RwLock<Option<Era>>,
+    cancel: CancellationToken,
+    refresh_now: Notify,
+}
+
+fn read<T: Clone>(l: &RwLock<T>) -> T {
+    l.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+fn write<T>(l: &RwLock<T>, v: T) {
+    *l.write().unwrap_or_else(PoisonError::into_inner) = v;
+}
+
+impl ServerEntry {
+    /// Current state and reason.
+    pub fn state(&self) -> (ServerState, String) {
+        let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        (s.state, s.reason.clone())
+    }
+
+    /// The handshaken client, when connected.
+    pub fn client(&self) -> Option<Arc<McpClient>> {
+        read(&self.client)
+    }
+
+    /// The last catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        read(&self.catalog)
+    }
+
+    fn view(&self) -> ServerView {
+        let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let client = read(&self.client);
+        let hs = client.as_ref().map(|c| c.handshake());
+        let cat = read(&self.catalog);
+        ServerView {
+            server_id: self.id.clone(),
+            name: self.spec.name.clone(),
+            transport: self.spec.transport.kind().as_str(),
+            endpoint: self.spec.transport.describe(),
+            labels: self.spec.labels.clone(),
+            state: s.state,
+            reason: s.reason.clone(),
+            since_ms: s.since_ms,
+            era: read(&self.era),
+            protocol_version: hs.as_ref().map(|h| h.protocol_version.clone()),
+            server_info: hs.map(|h| h.server_info).unwrap_or(Value::Null),
+            tools: cat.tools.iter().map(|t| t.name.clone()).collect(),
+            quarantined: cat.quarantined.clone(),
+            resources: cat.resources.len(),
+            prompts: cat.prompts.len(),
+            status: read(&self.upstream).map(|u| u.status()).unwrap_or_default(),
+        }
+    }
+}
+
+struct Inner {
+    config: RegistryConfig,
+    servers: RwLock<BTreeMap<String, Arc<ServerEntry>>>,
+    store: Option<Store>,
+    events: EventBus,
+    frames: FrameBus,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+    changed: Notify,
+}
+
+/// The registry handle (cheap to clone).
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+impl Registry {
+    /// An empty registry. `cancel` stops every server task.
+    pub fn new(
+        config: RegistryConfig,
+        store: Option<Store>,
+        events: EventBus,
+        frames: FrameBus,
+        cancel: CancellationToken,
+    ) -> Self {
+        Registry {
+            inner: Arc::new(Inner {
+                config,
+                servers: RwLock::new(BTreeMap::new()),
+                store,
+                events,
+                frames,
+                tracker: TaskTracker::new(),
+                cancel,
+                changed: Notify::new(),
+            }),
+        }
+    }
+
+    /// The event bus.
+    pub fn events(&self) -> &EventBus {
+        &self.inner.events
+    }
+
+    /// Registers a server and starts connecting to it. Returns its id.
+    pub async fn add(&self, spec: ServerSpec) -> Result<String, Error> {
+        let id = spec.server_id();
+        {
+            let servers = self.inner.servers.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(existing) = servers.values().find(|e| e.spec.name == spec.name) {
+                return Err(Error::DuplicateName {
+                    name: spec.name.clone(),
+                    first: existing.spec.source.clone(),
+                    second: spec.source.clone(),
+                });
+            }
+        }
+        let mut era_hint = None;
+        let reason = if spec.enabled { "registered; connecting" } else { "disabled in configuration" };
+        if let Some(store) = &self.inner.store {
+            let previous = store.server(&id).await?;
+            era_hint = previous.as_ref().and_then(|p| p.era.as_deref()).and_then(parse_era);
+            let now = now_ms();
+            store
+                .upsert_server(&ServerRecord {
+                    server_id: id.clone(),
+                    name: spec.name.clone(),
+                    transport: spec.transport.kind().as_str().to_owned(),
+                    config: spec.to_json(),
+                    state: ServerState::Pending.as_str().to_owned(),
+                    state_reason: Some(reason.to_owned()),
+                    era: previous.and_then(|p| p.era),
+                    created_at_ms: now,
+                    updated_at_ms: now,
+                })
+                .await?;
+        }
+        let entry = Arc::new(ServerEntry {
+            spec,
+            id: id.clone(),
+            state: RwLock::new(StateCell {
+                state: ServerState::Pending,
+                reason: reason.to_owned(),
+                since_ms: now_ms(),
+            }),
+            client: RwLock::new(None),
+            upstream: RwLock::new(None),
+            catalog: RwLock::new(Arc::new(Catalog::default())),
+            era: RwLock::new(era_hint),
+            cancel: self.inner.cancel.child_token(),
+            refresh_now: Notify::new(),
+        });
+        self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
+        if entry.spec.enabled {
+            self.inner.tracker.spawn(supervise(self.inner.clone(), entry));
+        }
+        self.inner.changed.notify_waiters();
+        Ok(id)
+    }
+
+    /// Registers several servers, refusing duplicate names up front.
+    pub async fn add_all(&self, specs: Vec<ServerSpec>) -> Result<Vec<String>, Error> {
+        config::check_unique(&specs)?;
+        let mut ids = Vec::with_capacity(specs.len());
+        for s in specs {
+            ids.push(self.add(s).await?);
+        }
+        Ok(ids)
+    }
+
+    /// Stops and forgets a server.
+    pub async fn remove(&self, id_or_name: &str) -> bool {
+        let Some(entry) = self.entry(id_or_name) else { return false };
+        entry.cancel.cancel();
+        if let Some(u) = read(&entry.upstream) {
+            u.close().await;
+        }
+        self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).remove(&entry.id);
+        if let Some(store) = &self.inner.store
+            && let Err(e) = store.remove_server(&entry.id).await
+        {
+            tracing::warn!(error = %e, "could not remove server from the store");
+        }
+        self.inner.changed.notify_waiters();
+        true
+    }
+
+    /// A server by id or name.
+    pub fn entry(&self, id_or_name: &str) -> Option<Arc<ServerEntry>> {
+        let servers = self.inner.servers.read().unwrap_or_else(PoisonError::into_inner);
+        servers
+            .get(id_or_name)
+            .cloned()
+            .or_else(|| servers.values().find(|e| e.spec.name == id_or_name).cloned())
+    }
+
+    /// All servers, by name.
+    pub fn servers(&self) -> Vec<ServerView> {
+        let servers = self.inner.servers.read().unwrap_or_else(PoisonError::into_inner);
+        let mut v: Vec<ServerView> = servers.values().map(|e| e.view()).collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Asks a server to relist its catalog now.
+    pub fn refresh(&self, id_or_name: &str) -> bool {
+        match self.entry(id_or_name) {
+            Some(e) => {
+                e.refresh_now.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Waits until no enabled server is `pending` (or the timeout passes); returns the views.
+    pub async fn wait_settled(&self, timeout: Duration) -> Vec<ServerView> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.inner.changed.notified();
+            let views = self.servers();
+            let pending = views
+                .iter()
+                .any(|v| v.state == ServerState::Pending && v.reason != "disabled in configuration");
+            if !pending || tokio::time::Instant::now() >= deadline {
+                return views;
+            }
+            let _ = tokio::time::timeout_at(deadline, notified).await;
+        }
+    }
+
+    /// Waits until `name` reaches `state` (or the timeout passes); returns its view.
+    pub async fn wait_for(&self, name: &str, state: ServerState, timeout: Duration) -> Option<ServerView> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.inner.changed.notified();
+            let view = self.entry(name).map(|e| e.view());
+            if view.as_ref().is_some_and(|v| v.state == state) || tokio::time::Instant::now() >= deadline {
+                return view;
+            }
+            let _ = tokio::time::timeout_at(deadline, notified).await;
+        }
+    }
+
+    /// Stops every server task and waits (bounded) for them to finish.
+    pub async fn shutdown(&self, deadline: Duration) {
+        self.inner.cancel.cancel();
+        self.inner.tracker.close();
+        let entries: Vec<_> =
+            self.inner.servers.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        for e in entries {
+            if let Some(u) = read(&e.upstream) {
+                u.close().await;
+            }
+        }
+        let _ = tokio::time::timeout(deadline, self.inner.tracker.wait()).await;
+    }
+}
+
+fn parse_era(s: &str) -> Option<Era> {
+    match s {
+        "modern" => Some(Era::Modern),
+        "legacy" => Some(Era::Legacy),
+        _ => None,
+    }
+}
+
+impl Inner {
+    async fn set_state(&self, entry: &ServerEntry, to: ServerState, reason: impl Into<String>) {
+        let reason = reason.into();
+        let from = {
+            let mut s = entry.state.write().unwrap_or_else(PoisonError::into_inner);
+            if s.state == to && s.reason == reason {
+                return;
+            }
+            let from = s.state;
+            s.state = to;
+            s.reason = reason.clone();
+            s.since_ms = now_ms();
+            from
+        };
+        tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), %reason, "server state");
+        self.events.publish(Event::ServerState {
+            server_id: entry.id.clone(),
+            server: entry.spec.name.clone(),
+            from: from.as_str().to_owned(),
+            to: to.as_str().to_owned(),
+            reason: reason.clone(),
+            at_ms: now_ms(),
+        });
+        if let Some(store) = &self.store
+            && let Err(e) = store.set_server_state(&entry.id, to.as_str(), Some(&reason), now_ms()).await
+        {
+            tracing::warn!(error = %e, "could not persist server state");
+        }
+        self.changed.notify_waiters();
+    }
+
+    async fn record_handshake(&self, entry: &ServerEntry, record: HandshakeRecord) {
+        let mut record = record;
+        if let Some(store) = &self.store {
+            match store.insert_handshake(&record).await {
+                Ok(id) => record.id = Some(id),
+                Err(e) => tracing::warn!(error = %e, "could not persist handshake"),
+            }
+        }
+        self.events.publish(Event::Handshake { server: entry.spec.name.clone(), record: Box::new(record) });
+    }
+
+    fn connect_options(&self, entry: &ServerEntry) -> ConnectOptions {
+        ConnectOptions {
+            era_hint: read(&entry.era),
+            handshake_timeout: self.config.handshake_timeout,
+            request_timeout: self.config.request_timeout,
+            ..Default::default()
+        }
+    }
+}
+
+/// Builds the handshake record of a success.
+pub fn success_record(
+    server_id: Option<String>,
+    transport: &str,
+    hs: &Handshake,
+    tool_count: Option<i64>,
+) -> HandshakeRecord {
+    HandshakeRecord {
+        id: None,
+        server_id,
+        leg: "upstream".into(),
+        transport: transport.into(),
+        era: Some(hs.era.as_str().into()),
+        offered_versions: hs.offered_versions.clone(),
+        chosen_version: Some(hs.protocol_version.clone()),
+        client_capabilities: hs.client_capabilities.clone(),
+        server_capabilities: hs.server_capabilities.clone(),
+        client_info: hs.client_info.clone(),
+        server_info: hs.server_info.clone(),
+        tool_count,
+        duration_ms: hs.duration.as_secs_f64() * 1000.0,
+        error: None,
+        at_ms: now_ms(),
+    }
+}
+
+/// Builds the handshake record of a failure.
+pub fn failure_record(
+    server_id: Option<String>,
+    transport: &str,
+    f: &HandshakeFailure,
+    options: &ConnectOptions,
+) -> HandshakeRecord {
+    HandshakeRecord {
+        id: None,
+        server_id,
+        leg: "upstream".into(),
+        transport: transport.into(),
+        era: f.era.map(|e| e.as_str().into()),
+        offered_versions: f.offered_versions.clone(),
+        chosen_version: None,
+        client_capabilities: options.client_capabilities.clone(),
+        server_capabilities: Value::Null,
+        client_info: options.client_info.clone(),
+        server_info: Value::Null,
+        tool_count: None,
+        duration_ms: f.duration.as_secs_f64() * 1000.0,
+        error: Some(f.reason.clone()),
+        at_ms: now_ms(),
+    }
+}
+
+/// Lists tools (and resources, templates, prompts where advertised) and compiles them.
+pub async fn list_catalog(client: &McpClient) -> Result<Catalog, ClientError> {
+    let caps = client.handshake().server_capabilities;
+    let has = |k: &str| caps.get(k).is_some_and(|v| !v.is_null());
+    let mut ttl: Option<u64> = None;
+    let mut min_ttl = |t: Option<u64>| {
+        if let Some(t) = t {
+            ttl = Some(ttl.map_or(t, |x| x.min(t)));
+        }
+    };
+    let (tools, quarantined) = if has("tools") {
+        let l = client.list_all(method::TOOLS_LIST, "tools").await?;
+        min_ttl(l.ttl_ms);
+        compile_tools(&l.items)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let optional = |r: Result<switchboard_transport::client::ListAll, ClientError>| match r {
+        Ok(l) => Ok(Some(l)),
+        Err(ClientError::Rpc { error, .. }) if error.code == error_code::METHOD_NOT_FOUND => Ok(None),
+        Err(e) => Err(e),
+    };
+    let mut resources = Vec::new();
+    let mut resource_templates = Vec::new();
+    if has("resources") {
+        if let Some(l) = optional(client.list_all(method::RESOURCES_LIST, "resources").await)? {
+            min_ttl(l.ttl_ms);
+            resources = l.items;
+        }
+        if let Some(l) =
+            optional(client.list_all(method::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await)?
+        {
+            min_ttl(l.ttl_ms);
+            resource_templates = l.items;
+        }
+    }
+    let mut prompts = Vec::new();
+    if has("prompts")
+        && let Some(l) = optional(client.list_all(method::PROMPTS_LIST, "prompts").await)?
+    {
+        min_ttl(l.ttl_ms);
+        prompts = l.items;
+    }
+    for t in &tools {
+        client.upstream().set_header_params(&t.name, t.header_params.clone());
+    }
+    Ok(Catalog {
+        tools,
+        quarantined,
+        resources,
+        resource_templates,
+        prompts,
+        ttl: ttl.map(Duration::from_millis),
+        fetched_at_ms: now_ms(),
+    })
+}
+
+async fn refresh(
+    inner: &Inner,
+    entry: &ServerEntry,
+    client: &McpClient,
+    trigger: &str,
+) -> Result<usize, ClientError> {
+    let catalog = list_catalog(client).await?;
+    for q in &catalog.quarantined {
+        tracing::warn!(server = %entry.spec.name, tool = %q.name, error = %q.error, "tool quarantined: its schema does not compile");
+    }
+    if let Some(store) = &inner.store {
+        let snap = ToolSnapshot {
+            id: None,
+            server_id: entry.id.clone(),
+            taken_at_ms: catalog.fetched_at_ms,
+            tools: Value::Array(catalog.raw_tools()),
+            quarantined: serde_json::to_value(&catalog.quarantined).unwrap_or(Value::Null),
+            resources: Value::Array(catalog.resources.clone()),
+            prompts: Value::Array(catalog.prompts.clone()),
+        };
+        if let Err(e) = store.save_tool_snapshot(&snap).await {
+            tracing::warn!(error = %e, "could not persist tool snapshot");
+        }
+    }
+    let count = catalog.tools.len();
+    inner.events.publish(Event::Catalog {
+        server_id: entry.id.clone(),
+        server: entry.spec.name.clone(),
+        tools: count,
+        quarantined: catalog.quarantined.clone(),
+        resources: catalog.resources.len(),
+        prompts: catalog.prompts.len(),
+        trigger: trigger.to_owned(),
+        at_ms: catalog.fetched_at_ms,
+    });
+    write(&entry.catalog, Arc::new(catalog));
+    Ok(count)
+}
+
+fn ready_reason(client: &McpClient, tools: usize, quarantined: usize) -> String {
+    let hs = client.handshake();
+    let q = if quarantined > 0 { format!(", {quarantined} quarantined") } else { String::new() };
+    format!(
+        "{} {} ({}), {tools} tools{q}",
+        hs.era,
+        hs.protocol_version,
+        if hs.era == Era::Modern { "server/discover" } else { "initialize" }
+    )
+}
+
+/// Opens a `subscriptions/listen` stream on a modern server that announces list changes.
+async fn open_listen(client: &McpClient) -> Option<Exchange> {
+    let hs = client.handshake();
+    if hs.era != Era::Modern {
+        return None;
+    }
+    let caps = &hs.server_capabilities;
+    let flag =
+        |k: &str| caps.get(k).and_then(|c| c.get("listChanged")).and_then(Value::as_bool).unwrap_or(false);
+    let (t, r, p) = (flag("tools"), flag("resources"), flag("prompts"));
+    if !(t || r || p) {
+        return None;
+    }
+    let params =
+        json!({"notifications": {"toolsListChanged": t, "resourcesListChanged": r, "promptsListChanged": p}});
+    client.start(method::SUBSCRIPTIONS_LISTEN, params).await.ok()
+}
+
+/// What a watched connection asks the supervisor to do next.
+enum Next {
+    Reconnect(String),
+    Stop,
+}
+
+async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
+    let kind = entry.spec.transport.kind();
+    let tap = inner.frames.tap("upstream", &entry.spec.name, kind.as_str());
+    let stdio = match &entry.spec.transport {
+        TransportSpec::Stdio { command, args, env, cwd } => {
+            let mut cfg = StdioConfig::new(command.clone(), args.clone());
+            cfg.env = env.clone();
+            cfg.cwd = cwd.clone();
+            cfg.restart = entry.spec.restart.clone();
+            let up = StdioUpstream::spawn(cfg, tap.clone(), entry.cancel.child_token());
+            // Process lifecycle events go to the bus as they happen.
+            let mut ev = up.events();
+            let (bus, id, name, cancel) =
+                (inner.events.clone(), entry.id.clone(), entry.spec.name.clone(), entry.cancel.clone());
+            inner.tracker.spawn(async move {
+                loop {
+                    tokio::select! {
+                        e = ev.recv() => match e {
+                            Ok(event) => bus.publish(Event::Upstream { server_id: id.clone(), server: name.clone(), event, at_ms: now_ms() }),
+                            Err(broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(broadcast::error::RecvError::Closed) => return,
+                        },
+                        _ = cancel.cancelled() => return,
+                    }
+                }
+            });
+            write(&entry.upstream, Some(up.clone() as Arc<dyn Upstream>));
+            Some(up)
+        }
+        _ => None,
+    };
+    let mut failures = 0u32;
+    let mut ever_ready = false;
+    loop {
+        if entry.cancel.is_cancelled() {
+            break;
+        }
+        let upstream: Result<Arc<dyn Upstream>, String> = match (&entry.spec.transport, &stdio) {
+            (TransportSpec::Stdio { .. }, Some(s)) => {
+                match s.wait_started(inner.config.handshake_timeout).await {
+                    Ok(()) => Ok(s.clone() as Arc<dyn Upstream>),
+                    Err(switchboard_transport::Error::NotRunning { detail })
+                        if s.status().last_error.as_deref() == Some(detail.as_str())
+                            && !s.status().connected =>
+                    {
+                        // The supervisor gave up (crash loop): nothing to retry until removed.
+                        inner.set_state(&entry, ServerState::Unavailable, detail).await;
+                        entry.cancel.cancelled().await;
+                        break;
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            (TransportSpec::Http { url, headers }, _) => {
+                let mut cfg = HttpConfig::new(url.clone());
+                cfg.headers = headers.clone();
+                HttpUpstream::new(cfg, tap.clone(), entry.cancel.child_token())
+                    .map(|u| u as Arc<dyn Upstream>)
+                    .map_err(|e| e.to_string())
+            }
+            (TransportSpec::Ws { url }, _) => {
+                WsUpstream::connect(WsConfig::new(url.clone()), tap.clone(), entry.cancel.child_token())
+                    .await
+                    .map(|u| u as Arc<dyn Upstream>)
+                    .map_err(|e| e.to_string())
+            }
+            (TransportSpec::Stdio { .. }, None) => Err("internal: stdio upstream missing".into()),
+        };
+        let outcome = match upstream {
+            Err(reason) => {
+                let options = inner.connect_options(&entry);
+                let f = HandshakeFailure {
+                    reason: reason.clone(),
+                    era: None,
+                    offered_versions: Vec::new(),
+                    duration: Duration::ZERO,
+                    steps: vec![reason.clone()],
+                };
+                inner
+                    .record_handshake(
+                        &entry,
+                        failure_record(Some(entry.id.clone()), kind.as_str(), &f, &options),
+                    )
+                    .await;
+                Next::Reconnect(reason)
+            }
+            Ok(up) => {
+                write(&entry.upstream, Some(up.clone()));
+                connect_and_watch(&inner, &entry, up, &mut ever_ready, &mut failures).await
+            }
+        };
+        match outcome {
+            Next::Stop => break,
+            Next::Reconnect(reason) => {
+                write(&entry.client, None);
+                failures += 1;
+                let state = if failures >= inner.config.unavailable_after {
+                    ServerState::Unavailable
+                } else if ever_ready {
+                    ServerState::Degraded
+                } else {
+                    ServerState::Pending
+                };
+                let delay = inner
+                    .config
+                    .reconnect_backoff
+                    .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(16)))
+                    .min(Duration::from_secs(30));
+                inner
+                    .set_state(
+                        &entry,
+                        state,
+                        format!("{reason} (attempt {failures}; retrying in {} ms)", delay.as_millis()),
+                    )
+                    .await;
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = entry.cancel.cancelled() => break,
+                }
+            }
+        }
+    }
+    if let Some(u) = read(&entry.upstream) {
+        u.close().await;
+    }
+}
+
+async fn connect_and_watch(
+    inner: &Arc<Inner>,
+    entry: &Arc<ServerEntry>,
+    up: Arc<dyn Upstream>,
+    ever_ready: &mut bool,
+    failures: &mut u32,
+) -> Next {
+    let kind = up.kind().as_str();
+    let mut events = up.events();
+    let mut incoming = up.incoming();
+    let options = inner.connect_options(entry);
+    let client = match McpClient::connect(up.clone(), options.clone()).await {
+        Ok(c) => Arc::new(c),
+        Err(f) => {
+            inner.record_handshake(entry, failure_record(Some(entry.id.clone()), kind, &f, &options)).await;
+            if up.kind() != switchboard_transport::TransportKind::Stdio {
+                up.close().await;
+            }
+            return Next::Reconnect(format!("handshake failed: {}", f.reason));
+        }
+    };
+    let hs = client.handshake();
+    write(&entry.era, Some(hs.era));
+    if let Some(store) = &inner.store
+        && let Err(e) = store.set_server_era(&entry.id, hs.era.as_str()).await
+    {
+        tracing::warn!(error = %e, "could not persist era");
+    }
+    write(&entry.client, Some(client.clone()));
+    let listed = refresh(inner, entry, &client, "connect").await;
+    inner
+        .record_handshake(
+            entry,
+            success_record(Some(entry.id.clone()), kind, &hs, listed.as_ref().ok().map(|n| *n as i64)),
+        )
+        .await;
+    match &listed {
+        Ok(n) => {
+            *failures = 0;
+            *ever_ready = true;
+            let q = entry.catalog().quarantined.len();
+            inner.set_state(entry, ServerState::Ready, ready_reason(&client, *n, q)).await;
+        }
+        Err(e) => {
+            inner
+                .set_state(entry, ServerState::Degraded, format!("handshake ok but listing failed: {e}"))
+                .await;
+        }
+    }
+    let mut listen = open_listen(&client).await;
+    loop {
+        let cat = entry.catalog();
+        let period = entry.spec.refresh_interval.unwrap_or(inner.config.refresh_interval);
+        let period = cat.ttl.map_or(period, |t| t.min(period)).max(MIN_REFRESH);
+        let mut trigger: Option<&str> = None;
+        tokio::select! {
+            _ = entry.cancel.cancelled() => return Next::Stop,
+            _ = tokio::time::sleep(period) => trigger = Some("timer"),
+            _ = entry.refresh_now.notified() => trigger = Some("manual"),
+            m = incoming.recv() => match m {
+                Ok(msg) => {
+                    if handle_server_message(&up, &msg).await {
+                        trigger = Some("list_changed");
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => trigger = Some("list_changed"),
+                Err(broadcast::error::RecvError::Closed) => return Next::Reconnect("connection closed".into()),
+            },
+            m = next_listen(&mut listen) => match m {
+                Some(msg) if msg.method().is_some_and(method::is_list_changed) => trigger = Some("list_changed"),
+                Some(_) => {}
+                None => listen = None,
+            },
+            e = events.recv() => match e {
+                Ok(UpstreamEvent::Exited { status, stderr_tail, .. }) => {
+                    let tail = stderr_tail.lines().last().unwrap_or_default().to_owned();
+                    let why = if tail.is_empty() { format!("process exited ({status}); restarting") } else { format!("process exited ({status}): {tail}; restarting") };
+                    write(&entry.client, None);
+                    inner.set_state(entry, ServerState::Degraded, why.clone()).await;
+                    if up.kind() != switchboard_transport::TransportKind::Stdio {
+                        return Next::Reconnect(why);
+                    }
+                }
+                Ok(UpstreamEvent::Started { .. }) => {
+                    // A restarted process needs a new handshake.
+                    return Next::Reconnect("process restarted".into());
+                }
+                Ok(UpstreamEvent::GaveUp { reason }) => {
+                    write(&entry.client, None);
+                    inner.set_state(entry, ServerState::Unavailable, reason).await;
+                    entry.cancel.cancelled().await;
+                    return Next::Stop;
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return Next::Reconnect("connection closed".into()),
+            },
+        }
+        if let Some(trigger) = trigger {
+            match refresh(inner, entry, &client, trigger).await {
+                Ok(n) => {
+                    let (state, _) = entry.state();
+                    if state != ServerState::Ready || trigger != "timer" {
+                        let q = entry.catalog().quarantined.len();
+                        inner.set_state(entry, ServerState::Ready, ready_reason(&client, n, q)).await;
+                    }
+                    if trigger == "list_changed" && listen.is_none() {
+                        listen = open_listen(&client).await;
+                    }
+                }
+                Err(ClientError::Transport(e)) if e.is_fatal() => {
+                    return Next::Reconnect(format!("refresh failed: {e}"));
+                }
+                Err(ClientError::Handshake(f)) => {
+                    return Next::Reconnect(format!("session lost and re-initialize failed: {}", f.reason));
+                }
+                Err(e) => {
+                    inner
+                        .set_state(entry, ServerState::Degraded, format!("refresh ({trigger}) failed: {e}"))
+                        .await
+                }
+            }
+        }
+    }
+}
+
+async fn next_listen(listen: &mut Option<Exchange>) -> Option<Message> {
+    match listen {
+        Some(ex) => match ex.next().await {
+            Some(Ok(m)) if !m.is_response() => Some(m),
+            _ => None,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// Handles a server message that belongs to no request. Returns `true` for a
+/// `list_changed` notification. Server → client requests are refused: the registry's
+/// own connection declares no client capabilities.
+async fn handle_server_message(up: &Arc<dyn Upstream>, msg: &Message) -> bool {
+    if msg.is_request() {
+        if let Some(id) = msg.id() {
+            let m = msg.method().unwrap_or_default();
+            let err = ErrorObject::new(
+                error_code::METHOD_NOT_FOUND,
+                format!(
+                    "{m} is not available on switchboard's registry connection (no client capability declared)"
+                ),
+            );
+            let _ = up.send(Message::error_response(Some(id), err)).await;
+        }
+        return false;
+    }
+    msg.method().is_some_and(method::is_list_changed)
+}

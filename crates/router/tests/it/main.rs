@@ -1,0 +1,1 @@
+//! Integration tests of the registry against real MCP servers.
