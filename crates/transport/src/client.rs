@@ -393,12 +393,17 @@ async fn try_modern(up: &dyn Upstream, opts: &ConnectOptions, ids: &AtomicU64, s
         let Some(result) = resp.result() else {
             return Attempt::Fail("server/discover: empty response".into());
         };
-        let server_versions: Vec<String> = result
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default();
-        if !server_versions.is_empty() && !server_versions.iter().any(|v| v == &version) {
+        // A DiscoverResult must list its versions; a peer that answers anything with an
+        // empty result (some legacy servers and mocks do) is not a modern server.
+        let Some(listed) = result.get("supportedVersions").and_then(Value::as_array) else {
+            return Attempt::FallBack(
+                "server/discover answered without supportedVersions (not a 2026-07-28 server); falling back to initialize"
+                    .into(),
+            );
+        };
+        let server_versions: Vec<String> =
+            listed.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+        if !server_versions.iter().any(|v| v == &version) {
             let common = server_versions.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str()));
             match common {
                 Some(v) => version = v.clone(),

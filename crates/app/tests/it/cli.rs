@@ -1,0 +1,182 @@
+//! `switchboard probe`, `serve` and `servers` as a user runs them.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::*;
+
+const EVERYTHING_TOOLS: usize = 13;
+
+#[test]
+fn probe_prints_the_era_and_every_tool_of_server_everything() {
+    let out = Command::new(switchboard())
+        .args(["probe", "--", &node(), &everything_js(), "stdio"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("era           legacy (2025-11-25) via initialize"), "{stdout}");
+    assert!(stdout.contains(&format!("tools ({EVERYTHING_TOOLS}):")), "{stdout}");
+    for tool in
+        ["echo", "get-sum", "get-tiny-image", "trigger-long-running-operation", "simulate-research-query"]
+    {
+        assert!(
+            stdout.lines().any(|l| l.trim_start().starts_with(&format!("{tool} — "))),
+            "{tool} missing:\n{stdout}"
+        );
+    }
+    let json = Command::new(switchboard())
+        .args(["probe", "--json", "--", &node(), &everything_js(), "stdio"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["handshake"]["era"], "legacy");
+    assert_eq!(v["tools"].as_array().unwrap().len(), EVERYTHING_TOOLS);
+}
+
+#[test]
+fn probe_of_a_dead_url_fails_with_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = Command::new(switchboard()).args(["probe", "--timeout", "3", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("probe failed: ") && err.contains(&url) && err.contains("refused"), "{err}");
+}
+
+#[test]
+fn probe_of_a_command_that_dies_names_its_stderr() {
+    let out = Command::new(switchboard())
+        .args(["probe", "--timeout", "5", "--", "sh", "-c", "echo 'fatal: missing API key' >&2; exit 1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("fatal: missing API key"), "{err}");
+}
+
+#[test]
+fn probe_rejects_a_non_url() {
+    let out = Command::new(switchboard()).args(["probe", "localhost:3000"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an http(s):// or ws(s):// URL"));
+}
+
+/// `serve` registers the configured servers in the store; `servers` reads them back,
+/// and the server id is the same after a restart.
+#[test]
+fn serve_then_servers_shows_state_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switchboard.toml");
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[router]\nrefresh_interval_secs = 300\n[servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\n\
+             [servers.crashy]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'boom: no config' >&2; exit 3\"]\n\
+             [servers.crashy.restart]\ninitial_backoff_ms = 10\nmax_backoff_ms = 50\n",
+            node(),
+            everything_js()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &mcp_json,
+        r#"{"mcpServers": {"old-sse": {"url": "http://127.0.0.1:9/sse", "type": "sse"}}}"#,
+    )
+    .unwrap();
+    let db = dir.path().join("sb.db");
+    let run_serve = || {
+        let mut child = Command::new(switchboard())
+            .args([
+                "--config",
+                cfg.to_str().unwrap(),
+                "--db",
+                db.to_str().unwrap(),
+                "serve",
+                "--mcp-json",
+                mcp_json.to_str().unwrap(),
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until both servers settled, as `servers` shows it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let rows = loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let out = Command::new(switchboard())
+                .args(["--config", cfg.to_str().unwrap(), "--db", db.to_str().unwrap(), "servers", "--json"])
+                .output()
+                .unwrap();
+            let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            let settled = rows.as_array().is_some_and(|a| {
+                a.len() == 2
+                    && a.iter().any(|r| r["state"] == "ready")
+                    && a.iter().any(|r| {
+                        r["state"] == "unavailable" && r["reason"].as_str().unwrap_or("").contains("5 times")
+                    })
+            });
+            if settled || std::time::Instant::now() > deadline {
+                break rows;
+            }
+        };
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let status = child.wait().unwrap();
+        let mut log = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut log).unwrap();
+        (rows, status, log)
+    };
+    let (rows, status, log) = run_serve();
+    assert!(status.success(), "serve exits cleanly on SIGTERM: {log}");
+    assert!(log.contains("skipped") && log.contains("HTTP+SSE"), "bad mcp.json entry is a warning: {log}");
+    let rows = rows.as_array().unwrap().clone();
+    let ev = rows.iter().find(|r| r["name"] == "everything").unwrap();
+    assert_eq!(ev["state"], "ready", "{rows:?}");
+    assert_eq!(ev["era"], "legacy");
+    assert_eq!(ev["tools"], 13);
+    let crashy = rows.iter().find(|r| r["name"] == "crashy").unwrap();
+    assert!(crashy["reason"].as_str().unwrap().contains("boom: no config"), "{crashy}");
+    let table = Command::new(switchboard())
+        .args(["--config", cfg.to_str().unwrap(), "--db", db.to_str().unwrap(), "servers"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("everything") && table.contains("ready") && table.contains("unavailable"),
+        "{table}"
+    );
+    let (rows2, _, _) = run_serve();
+    assert_eq!(
+        rows2.as_array().unwrap().iter().find(|r| r["name"] == "everything").unwrap()["server_id"],
+        ev["server_id"]
+    );
+}
+
+#[test]
+fn a_corrupt_database_is_a_clear_startup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bad.db");
+    std::fs::write(&db, vec![0x5a; 8192]).unwrap();
+    let out = Command::new(switchboard()).args(["--db", db.to_str().unwrap(), "servers"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a usable sqlite database") && err.contains("bad.db"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_config_typo_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[servers.x]\ncomand = \"npx\"\n").unwrap();
+    let out = Command::new(switchboard())
+        .args(["--config", cfg.to_str().unwrap(), "--db", dir.path().join("d.db").to_str().unwrap(), "serve"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("comand") && err.contains("c.toml"), "{err}");
+}
