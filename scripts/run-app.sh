@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine and runs Switchboard on its embedded defaults
+# (extra arguments go to `switchboard serve`, e.g. --mcp-json ~/.cursor/mcp.json).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$ROOT/scripts/setup.sh" app
+command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
+cd "$ROOT"
+cargo build --release -p switchboard-app
+exec "$ROOT/target/release/switchboard" serve "$@"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what Switchboard needs on a fresh Debian 12 machine (as root), skipping
+# whatever is already there. Usage: scripts/setup.sh app|test
+#   app   — system libraries to build and run the router
+#   test  — the above plus the Node test peers (Node 22, server-everything, the
+#           official conformance suite) pinned in tests/node, installed into .cache/node
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODE=${1:-app}
+
+log() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
+
+apt_need() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# Build prerequisites of the Rust workspace (reqwest uses the system OpenSSL).
+apt_need build-essential pkg-config libssl-dev ca-certificates
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -f "$HOME/.cargo/env" ]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+  else
+    log "cargo is not installed: install the Rust toolchain (rustup) and rerun"
+    exit 1
+  fi
+fi
+
+if [ "$MODE" = test ]; then
+  command -v npm >/dev/null 2>&1 || apt_need nodejs npm
+  NODE_DIR="$ROOT/.cache/node"
+  mkdir -p "$NODE_DIR"
+  stamp="$NODE_DIR/.installed-$(sha256sum "$ROOT/tests/node/package-lock.json" | cut -c1-16)"
+  if [ ! -f "$stamp" ] || [ ! -x "$NODE_DIR/node_modules/.bin/node" ]; then
+    log "installing Node test peers into .cache/node"
+    cp "$ROOT/tests/node/package.json" "$ROOT/tests/node/package-lock.json" "$NODE_DIR/"
+    (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+    rm -f "$NODE_DIR"/.installed-*
+    touch "$stamp"
+  fi
+  "$NODE_DIR/node_modules/.bin/node" --version | grep -q '^v22\.' || { log "Node 22 missing in .cache/node"; exit 1; }
+fi
+log "ready ($MODE)"
