@@ -153,3 +153,36 @@ done"#;
     assert_ne!(ra.result().unwrap()["wire"], rb.result().unwrap()["wire"]);
     up.close().await;
 }
+
+/// With a viewer attached, every frame is published once per direction with its size,
+/// method and id; with none attached nothing is built.
+#[tokio::test]
+async fn frames_are_tapped_in_both_directions() {
+    let bus = switchboard_transport::FrameBus::new(64);
+    let script = r#"while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  printf '{"jsonrpc":"2.0","id":%s,"result":{"ok":true}}\n' "$id"
+done"#;
+    let up = StdioUpstream::spawn(
+        sh(script, fast_policy()),
+        bus.tap("upstream", "echo", "stdio"),
+        CancellationToken::new(),
+    );
+    up.wait_started(Duration::from_secs(10)).await.unwrap();
+    // Nobody listens yet: this exchange is not recorded anywhere.
+    up.request(Message::request(1i64, "ping", None)).await.unwrap().response().await.unwrap();
+    let mut rx = bus.subscribe();
+    up.request(Message::request("q", "tools/list", Some(json!({})))).await.unwrap().response().await.unwrap();
+    let out = rx.recv().await.unwrap();
+    let inc = rx.recv().await.unwrap();
+    assert_eq!(out.direction, switchboard_transport::Direction::Out);
+    assert_eq!(out.method.as_deref(), Some("tools/list"));
+    assert_eq!(out.size, out.body.len());
+    assert_eq!(inc.direction, switchboard_transport::Direction::In);
+    assert_eq!(inc.kind, switchboard_wire::Kind::Response);
+    assert_eq!(&*inc.peer, "echo");
+    assert!(inc.body.contains("\"ok\":true"));
+    assert!(inc.at_us >= out.at_us);
+    assert!(rx.try_recv().is_err(), "exactly one frame per direction");
+    up.close().await;
+}
