@@ -107,6 +107,15 @@ pub enum Error {
         server_id: String,
     },
 
+    /// The operation names a flow run that is not in the `runs` table.
+    #[error("run {run_id} is not in the store (table {table}); insert the run first")]
+    UnknownRun {
+        /// The table the operation was about.
+        table: &'static str,
+        /// The run id that was not found.
+        run_id: String,
+    },
+
     /// A JSON column holds text that does not decode into the record's type.
     #[error("column {table}.{column} of row {row} does not hold the expected json")]
     Json {
@@ -203,6 +212,7 @@ mod tests {
             Error::Corrupt { path: PathBuf::from("a.db"), detail: "file is not a database".into() },
             Error::SchemaTooNew { path: PathBuf::from("a.db"), found: 3, supported: 1 },
             Error::UnknownServer { table: "servers", server_id: "s1".into() },
+            Error::UnknownRun { table: "run_nodes", run_id: "r1".into() },
         ];
         for err in errors {
             let msg = err.to_string();

@@ -5,4 +5,5 @@ mod common;
 mod concurrency;
 mod records;
 mod retention;
+mod runs;
 mod startup;
