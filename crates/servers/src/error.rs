@@ -72,6 +72,77 @@ pub enum Error {
         /// The underlying error.
         source: sqlx::Error,
     },
+    /// The image given to `analyze_thermal_image` is larger than the configured limit.
+    #[error("image from {source_desc} is {size} bytes, over the {limit} byte limit (max_image_bytes)")]
+    ImageTooLarge {
+        /// Where the image came from (`inline base64`, the URL, the path).
+        source_desc: String,
+        /// Size found (or announced) in bytes; for streams, the bytes read when the limit was crossed.
+        size: u64,
+        /// The configured limit in bytes.
+        limit: u64,
+    },
+    /// The image reference could not be resolved to bytes (bad base64, unsupported scheme, HTTP failure, …).
+    #[error("cannot fetch image from {source_desc}: {message}")]
+    ImageFetch {
+        /// Where the image was to come from.
+        source_desc: String,
+        /// What went wrong and how to fix it.
+        message: String,
+    },
+    /// The image bytes are not a readable thermal image.
+    #[error("cannot read thermal image: {0}")]
+    Thermal(#[from] switchboard_thermal::Error),
+    /// A tool argument is out of range or malformed.
+    #[error("invalid argument `{field}`: {message}")]
+    InvalidArgument {
+        /// The argument's name.
+        field: &'static str,
+        /// What is wrong and the valid range.
+        message: String,
+    },
+    /// The `component_map` CSV is malformed.
+    #[error("component_map line {line}: {message}")]
+    ComponentMap {
+        /// 1-based line number in the CSV text.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The optional LLM backend failed (the reasoning server falls back to its deterministic answer).
+    #[error("llm backend {url}: {message}")]
+    Llm {
+        /// The endpoint URL.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A server could not bind or serve its transport.
+    #[error("cannot serve {transport} on {addr}: {source}")]
+    Serve {
+        /// `http`, `ws` or `stdio`.
+        transport: &'static str,
+        /// The address (or `stdin/stdout`).
+        addr: String,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// An MCP session over a stream transport failed to start or ended with an error.
+    #[error("mcp session over {transport} failed: {message}")]
+    Session {
+        /// `stdio`, `memory`, `ws`.
+        transport: &'static str,
+        /// The rmcp error, in words.
+        message: String,
+    },
+    /// A background task failed (a panic or cancellation inside the server, not the caller's fault).
+    #[error("internal error while {context}: {message}")]
+    Internal {
+        /// What the server was doing.
+        context: &'static str,
+        /// The failure.
+        message: String,
+    },
     /// A stored section could not be decoded (the database was edited by hand or by another version).
     #[error("stored section {id} is corrupt: {source}")]
     CorruptSection {

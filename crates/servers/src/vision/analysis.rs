@@ -1,0 +1,914 @@
+//! The transport-free core of `analyze_thermal_image`: bytes and options in, a [`VisionReport`] out.
+//!
+//! Steps, in order:
+//!
+//! 1. **Decode** with `switchboard-thermal` (FLIR → absolute °C; DJI R-JPEG, plain JPEG/PNG → relative 0–1,
+//!    labelled). Caller overrides (emissivity, distance, reflected temperature) replace the stored scene values;
+//!    `ambient_c`, when given, is also used as the atmospheric temperature of the transmission model (it is the
+//!    same air).
+//! 2. **Reference**: the mean of `reference_region` (a similar component under similar load: NETA's preferred
+//!    comparison) or else the frame median; `reference_method: "ambient"` compares against `ambient_c` instead.
+//! 3. **Hotspots**: connected regions above *reference + half the peak rise* (at least 1 °C, the first NETA
+//!    step), so each hotspot is the core of a warm area rather than everything warmer than the background.
+//!    None are reported when the peak rises less than 1 °C above the reference.
+//! 4. **Severity** from [`super::severity`]: ΔT of the hottest pixel vs the reference, and vs ambient only when the
+//!    caller gave `ambient_c`.
+//! 5. **Suspected component** from the `component_map` ([`super::components`]): the part nearest the hottest
+//!    pixel of the top hotspot.
+//! 6. **Failure-mode hypothesis** ([`hypothesise`]): documented heuristics over the hotspot's shape, the kind of
+//!    equipment and the suspected part.
+//! 7. **Confidence** and **notes** (emissivity, relative analysis, load, reference, limits).
+
+use serde::{Deserialize, Serialize};
+use switchboard_thermal::{
+    DecodeOptions, HotspotConfig, Overrides, Radiometry, Rect, Reference, RelativeMethod, SourceFormat,
+    ThermalImage, decode,
+};
+
+use super::components::{self, ComponentClass};
+use super::severity::{self, Band, Severity};
+use crate::error::{Error, Result};
+
+/// Default number of hotspots reported.
+pub const DEFAULT_MAX_HOTSPOTS: usize = 8;
+
+/// Rise above the reference (°C) below which nothing counts as a finding: the first step of NETA Table 100.18.
+pub const MIN_RISE_C: f64 = 1.0;
+
+/// A component this much colder than the similar-component reference (°C) is a cold exception.
+pub const COLD_EXCEPTION_C: f64 = 4.0;
+
+/// What kind of equipment the image shows; decides the failure modes considered and (in the reasoning server)
+/// the safety preamble.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Equipment {
+    /// Switchgear, panelboards, MCCs, disconnects, busways: connections and conductors.
+    Panel,
+    /// Printed circuit boards: capacitors, semiconductors, regulators.
+    Board,
+}
+
+/// How the reference temperature was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReferenceMethod {
+    /// The median of the whole frame (background included).
+    Median,
+    /// The mean of the caller's `reference_region` (a similar component under similar load).
+    Region,
+    /// The caller's `ambient_c`.
+    Ambient,
+}
+
+impl ReferenceMethod {
+    /// The lower-case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReferenceMethod::Median => "median",
+            ReferenceMethod::Region => "region",
+            ReferenceMethod::Ambient => "ambient",
+        }
+    }
+}
+
+/// Options of [`analyze`] (the tool arguments other than the image).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnalyzeOptions {
+    /// Emissivity override, (0, 1].
+    pub emissivity: Option<f64>,
+    /// Reflected apparent temperature override, °C.
+    pub reflected_temp_c: Option<f64>,
+    /// Object distance override, m.
+    pub distance_m: Option<f64>,
+    /// Ambient air temperature, °C; enables the NETA ambient criterion.
+    pub ambient_c: Option<f64>,
+    /// Reference region (a similar component) in frame pixels.
+    pub reference_region: Option<Rect>,
+    /// Explicit reference method; default: `region` when a region is given, else `median`.
+    pub reference_method: Option<ReferenceMethod>,
+    /// Parsed component map.
+    pub components: Option<Vec<components::Component>>,
+    /// Equipment kind; default: `board` when a component map is given, else `panel`.
+    pub equipment: Option<Equipment>,
+    /// Hotspots to report (0 means [`DEFAULT_MAX_HOTSPOTS`]).
+    pub max_hotspots: usize,
+}
+
+/// A rectangle in frame pixels, as it appears on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoxPx {
+    /// Left column.
+    pub x: usize,
+    /// Top row.
+    pub y: usize,
+    /// Width.
+    pub width: usize,
+    /// Height.
+    pub height: usize,
+}
+
+impl From<Rect> for BoxPx {
+    fn from(r: Rect) -> Self {
+        Self { x: r.x, y: r.y, width: r.width, height: r.height }
+    }
+}
+
+impl BoxPx {
+    /// Whether pixel `(x, y)` lies inside.
+    pub fn contains(&self, x: usize, y: usize) -> bool {
+        x >= self.x && x < self.x + self.width && y >= self.y && y < self.y + self.height
+    }
+}
+
+/// A point in frame pixels (fractional for centroids).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PointPx {
+    /// Column.
+    pub x: f64,
+    /// Row.
+    pub y: f64,
+}
+
+/// How a relative analysis was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelativeInfo {
+    /// `raw-counts` or `palette-inversion`.
+    pub method: String,
+    /// Palette inverted, for palette inversion.
+    pub palette: Option<String>,
+    /// One-line label to show next to any figure from this analysis.
+    pub label: String,
+    /// Why only a relative analysis is possible.
+    pub reason: String,
+}
+
+/// The image that was analysed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    /// Frame width in pixels (the grid of every coordinate in the report).
+    pub width: usize,
+    /// Frame height in pixels.
+    pub height: usize,
+    /// `flir-jpeg`, `fff`, `flir-seq`, `dji-rjpeg`, `jpeg` or `png`.
+    pub format: String,
+    /// Camera model, when the file names it.
+    pub camera: Option<String>,
+}
+
+/// Scene conditions used for the temperature conversion (absolute analyses).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionsUsed {
+    /// Emissivity.
+    pub emissivity: f64,
+    /// Object distance, m.
+    pub distance_m: f64,
+    /// Reflected apparent temperature, °C.
+    pub reflected_c: f64,
+    /// Atmospheric temperature, °C.
+    pub atmospheric_c: f64,
+    /// Relative humidity, 0–1.
+    pub relative_humidity: f64,
+    /// Which of these the caller overrode (the rest come from the file).
+    pub overridden: Vec<String>,
+}
+
+/// One hot region.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotspotOut {
+    /// Bounding box.
+    pub bbox: BoxPx,
+    /// Centroid.
+    pub centroid: PointPx,
+    /// Hottest pixel of the region.
+    pub hottest: PointPx,
+    /// Largest temperature, °C (`null` for relative analyses).
+    pub max_c: Option<f64>,
+    /// Mean temperature, °C (`null` for relative analyses).
+    pub mean_c: Option<f64>,
+    /// Pixels in the region.
+    pub area_px: usize,
+    /// `max_c` minus the reference, °C (`null` for relative analyses).
+    pub delta_ref_c: Option<f64>,
+    /// Largest relative value 0–1 (relative analyses only).
+    pub max_relative: Option<f64>,
+}
+
+/// The reference the ΔT is measured against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceOut {
+    /// How it was chosen.
+    pub method: ReferenceMethod,
+    /// Its temperature, °C (`null` for relative analyses).
+    pub temperature_c: Option<f64>,
+    /// The region, for `method: region`.
+    pub region: Option<BoxPx>,
+    /// Its relative value 0–1 (relative analyses only).
+    pub relative_value: Option<f64>,
+}
+
+/// The component suspected of causing the top hotspot (or a cold exception).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuspectedComponent {
+    /// Reference designator.
+    pub designator: String,
+    /// Distance from the component centre to the hottest (or coldest) point, pixels.
+    pub distance_px: f64,
+    /// Kind of part, from the designator prefix.
+    pub class: ComponentClass,
+    /// Value column of the component map, when given.
+    pub value: Option<String>,
+    /// Package column, when given.
+    pub package: Option<String>,
+    /// Temperature at the component centre (3×3 mean), °C, for absolute analyses.
+    pub temperature_c: Option<f64>,
+}
+
+/// The failure-mode hypothesis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureMode {
+    /// `none`, `loose-connection`, `overload-imbalance`, `failed-cold-component`, `capacitor-overheating`,
+    /// `semiconductor-overheating`, `component-overheating` or `undetermined`.
+    pub kind: String,
+    /// The hypothesis in words, with what to check.
+    pub hypothesis: String,
+    /// The measurements it rests on.
+    pub evidence: Vec<String>,
+}
+
+/// The structured output of `analyze_thermal_image`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VisionReport {
+    /// True when the values are temperatures from the camera's radiometric calibration.
+    pub radiometric: bool,
+    /// `absolute` or `relative`.
+    pub analysis: String,
+    /// How the relative analysis was made (relative analyses only).
+    pub relative: Option<RelativeInfo>,
+    /// The analysed frame.
+    pub image: ImageInfo,
+    /// Equipment kind assumed.
+    pub equipment: Equipment,
+    /// Scene conditions used (absolute analyses).
+    pub conditions: Option<ConditionsUsed>,
+    /// Coldest temperature, °C (`null` for relative analyses).
+    pub min_c: Option<f64>,
+    /// Hottest temperature, °C (`null` for relative analyses).
+    pub max_c: Option<f64>,
+    /// Mean temperature, °C (`null` for relative analyses).
+    pub mean_c: Option<f64>,
+    /// The hottest pixel of the frame.
+    pub hottest: PointPx,
+    /// Hot regions, hottest first.
+    pub hotspots: Vec<HotspotOut>,
+    /// The reference.
+    pub reference: ReferenceOut,
+    /// Hottest temperature minus the reference, °C (`null` for relative analyses).
+    pub delta_t_ref_c: Option<f64>,
+    /// Hottest temperature minus `ambient_c`; `null` when no ambient was given.
+    pub delta_t_ambient_c: Option<f64>,
+    /// NETA grading.
+    pub severity: Severity,
+    /// The part under the top hotspot, when a component map was given.
+    pub suspected_component: Option<SuspectedComponent>,
+    /// Probable cause.
+    pub failure_mode: FailureMode,
+    /// Confidence in the grading and hypothesis, 0–1.
+    pub confidence: f64,
+    /// Caveats an operator must read with the figures.
+    pub notes: Vec<String>,
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (v * f).round() / f
+}
+
+fn format_name(format: SourceFormat) -> &'static str {
+    match format {
+        SourceFormat::FlirJpeg { .. } => "flir-jpeg",
+        SourceFormat::Fff => "fff",
+        SourceFormat::Seq { .. } => "flir-seq",
+        SourceFormat::DjiRjpeg => "dji-rjpeg",
+        SourceFormat::Jpeg => "jpeg",
+        SourceFormat::Png => "png",
+    }
+}
+
+/// Mean of the 3×3 neighbourhood around `(x, y)` (clipped to the frame).
+fn spot_mean(image: &ThermalImage, x: f64, y: f64) -> Option<f64> {
+    let (w, h) = (image.frame.width, image.frame.height);
+    if x < 0.0 || y < 0.0 || x >= w as f64 || y >= h as f64 {
+        return None;
+    }
+    let (cx, cy) = (x.round() as usize, y.round() as usize);
+    let rect = Rect {
+        x: cx.saturating_sub(1),
+        y: cy.saturating_sub(1),
+        width: (cx + 2).min(w) - cx.saturating_sub(1),
+        height: (cy + 2).min(h) - cy.saturating_sub(1),
+    };
+    image.region_mean(rect).ok()
+}
+
+fn validate(opts: &AnalyzeOptions) -> Result<()> {
+    let finite = |field: &'static str, v: Option<f64>| match v {
+        Some(v) if !v.is_finite() => {
+            Err(Error::InvalidArgument { field, message: format!("{v} is not finite") })
+        }
+        _ => Ok(()),
+    };
+    finite("ambient_c", opts.ambient_c)?;
+    if let Some(a) = opts.ambient_c
+        && !(-60.0..=200.0).contains(&a)
+    {
+        return Err(Error::InvalidArgument {
+            field: "ambient_c",
+            message: format!("{a} °C is outside -60…200 °C"),
+        });
+    }
+    if opts.reference_method == Some(ReferenceMethod::Ambient) && opts.ambient_c.is_none() {
+        return Err(Error::InvalidArgument {
+            field: "reference_method",
+            message: "`ambient` needs `ambient_c`".into(),
+        });
+    }
+    if opts.reference_method == Some(ReferenceMethod::Region) && opts.reference_region.is_none() {
+        return Err(Error::InvalidArgument {
+            field: "reference_method",
+            message: "`region` needs `reference_region`".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Analyses one thermal image.
+///
+/// # Errors
+/// [`Error::Thermal`] when the bytes are not a readable image (corrupt, truncated FLIR segment, unknown format) or
+/// the reference region lies outside the frame; [`Error::InvalidArgument`] for out-of-range options.
+pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
+    validate(opts)?;
+    let overrides = Overrides {
+        emissivity: opts.emissivity,
+        distance_m: opts.distance_m,
+        reflected_c: opts.reflected_temp_c,
+        atmospheric_c: opts.ambient_c,
+        relative_humidity: None,
+    };
+    let image = decode(bytes, &DecodeOptions { overrides, ..DecodeOptions::default() })?;
+    let absolute = image.is_absolute();
+    let stats = image.stats;
+    let equipment =
+        opts.equipment.unwrap_or(if opts.components.is_some() { Equipment::Board } else { Equipment::Panel });
+    let mut notes = Vec::new();
+
+    // Reference.
+    let method = opts.reference_method.unwrap_or(if opts.reference_region.is_some() {
+        ReferenceMethod::Region
+    } else {
+        ReferenceMethod::Median
+    });
+    let (reference_value, reference_label) = match method {
+        ReferenceMethod::Region => {
+            let rect = opts
+                .reference_region
+                .ok_or(Error::InvalidArgument { field: "reference_region", message: "missing".into() })?;
+            let v = image.region_mean(rect)?;
+            let label = if absolute {
+                format!(
+                    "mean of reference region {}×{} at ({}, {}) = {v:.1} °C",
+                    rect.width, rect.height, rect.x, rect.y
+                )
+            } else {
+                format!("mean of reference region {}×{} at ({}, {})", rect.width, rect.height, rect.x, rect.y)
+            };
+            (v, label)
+        }
+        ReferenceMethod::Median => {
+            let label = if absolute {
+                format!("frame median {:.1} °C", stats.median)
+            } else {
+                "frame median".to_owned()
+            };
+            (stats.median, label)
+        }
+        ReferenceMethod::Ambient => {
+            let a = opts.ambient_c.unwrap_or(stats.median);
+            if !absolute {
+                return Err(Error::InvalidArgument {
+                    field: "reference_method",
+                    message: "`ambient` needs temperatures, but this image allows only a relative analysis"
+                        .into(),
+                });
+            }
+            (a, format!("ambient air {a:.1} °C"))
+        }
+    };
+    if method == ReferenceMethod::Median {
+        notes.push(
+            "the reference is the frame median (background included); give `reference_region` on a similar \
+             component under similar load for NETA's similar-component comparison"
+                .to_owned(),
+        );
+    }
+
+    // Hotspots: the core above half the peak rise (≥ 1 °C, or ≥ 0.05 of the relative scale).
+    let rise = stats.max - reference_value;
+    let floor = if absolute { MIN_RISE_C } else { 0.05 };
+    let max_regions = if opts.max_hotspots == 0 { DEFAULT_MAX_HOTSPOTS } else { opts.max_hotspots };
+    let detect = |delta: f64| {
+        image.hotspots(&HotspotConfig {
+            reference: Reference::Value(reference_value),
+            delta,
+            min_area_px: 1,
+            eight_connected: true,
+            max_regions,
+        })
+    };
+    let (core, warm) = if rise >= floor {
+        let core = detect(floor.max(0.5 * rise))?.hotspots;
+        let warm = detect(floor.max(0.2 * rise))?.hotspots;
+        (core, warm)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let hotspots: Vec<HotspotOut> = core
+        .iter()
+        .map(|h| HotspotOut {
+            bbox: h.bbox.into(),
+            centroid: PointPx { x: round(h.centroid.0, 2), y: round(h.centroid.1, 2) },
+            hottest: PointPx { x: h.max_xy.0 as f64, y: h.max_xy.1 as f64 },
+            max_c: absolute.then(|| round(h.max, 2)),
+            mean_c: absolute.then(|| round(h.mean, 2)),
+            area_px: h.area_px,
+            delta_ref_c: absolute.then(|| round(h.delta_max, 2)),
+            max_relative: (!absolute).then(|| round(h.max, 4)),
+        })
+        .collect();
+
+    // Severity.
+    let delta_ref = absolute.then_some(rise);
+    let delta_amb = if absolute { opts.ambient_c.map(|a| stats.max - a) } else { None };
+    let delta_ref_for_band = if method == ReferenceMethod::Ambient { None } else { delta_ref };
+    let severity = severity::assess(
+        delta_ref_for_band.map(|d| round(d, 2)),
+        &reference_label,
+        delta_amb.map(|d| round(d, 2)),
+    );
+    if absolute && opts.ambient_c.is_none() {
+        notes.push(
+            "ΔT vs ambient not assessed: no `ambient_c` given (the ambient criterion is applied only when the air \
+             temperature is supplied; a warm object is not a defect just for being above the air)"
+                .to_owned(),
+        );
+    }
+
+    // Components.
+    let mut suspected = None;
+    let mut cold: Option<(String, f64)> = None;
+    if let Some(comps) = &opts.components {
+        let (w, h) = (image.frame.width as f64, image.frame.height as f64);
+        let outside = comps.iter().filter(|c| c.x >= w || c.y >= h).count();
+        if outside > 0 {
+            notes.push(format!(
+                "{outside} component(s) of the component_map lie outside the {}×{} frame: coordinates must be \
+                 thermal-frame pixels, not millimetres or display-image pixels",
+                image.frame.width, image.frame.height
+            ));
+        }
+        if let Some(top) = core.first() {
+            let (hx, hy) = (top.max_xy.0 as f64, top.max_xy.1 as f64);
+            if let Some((c, d)) = components::nearest(comps, hx, hy) {
+                suspected = Some(SuspectedComponent {
+                    designator: c.designator.clone(),
+                    distance_px: round(d, 2),
+                    class: components::classify(&c.designator),
+                    value: c.value.clone(),
+                    package: c.package.clone(),
+                    temperature_c: if absolute {
+                        spot_mean(&image, c.x, c.y).map(|t| round(t, 2))
+                    } else {
+                        None
+                    },
+                });
+            }
+        } else if absolute && method == ReferenceMethod::Region {
+            // Cold exception: a part clearly colder than its loaded peer (failed, open or unpowered).
+            cold = comps
+                .iter()
+                .filter_map(|c| spot_mean(&image, c.x, c.y).map(|t| (c, t)))
+                .filter(|(_, t)| reference_value - t >= COLD_EXCEPTION_C)
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(c, t)| {
+                    suspected = Some(SuspectedComponent {
+                        designator: c.designator.clone(),
+                        distance_px: 0.0,
+                        class: components::classify(&c.designator),
+                        value: c.value.clone(),
+                        package: c.package.clone(),
+                        temperature_c: Some(round(t, 2)),
+                    });
+                    (c.designator.clone(), reference_value - t)
+                });
+        }
+    }
+
+    let failure_mode = hypothesise(&Evidence {
+        absolute,
+        equipment,
+        rise,
+        floor,
+        max_c: stats.max,
+        core: core.first(),
+        warm: warm.first(),
+        frame_px: image.frame.width * image.frame.height,
+        suspected: suspected.as_ref(),
+        cold: cold.as_ref(),
+    });
+
+    // Notes.
+    let conditions = image.model().map(|m| {
+        let c = m.conditions;
+        let mut overridden = Vec::new();
+        for (name, given) in [
+            ("emissivity", opts.emissivity.is_some()),
+            ("distance_m", opts.distance_m.is_some()),
+            ("reflected_c", opts.reflected_temp_c.is_some()),
+            ("atmospheric_c", opts.ambient_c.is_some()),
+        ] {
+            if given {
+                overridden.push(name.to_owned());
+            }
+        }
+        ConditionsUsed {
+            emissivity: round(c.emissivity, 3),
+            distance_m: round(c.distance_m, 2),
+            reflected_c: round(c.reflected_c, 2),
+            atmospheric_c: round(c.atmospheric_c, 2),
+            relative_humidity: round(c.relative_humidity, 3),
+            overridden,
+        }
+    });
+    if let Some(c) = &conditions {
+        let source = if opts.emissivity.is_some() { "given" } else { "stored in the file" };
+        notes.push(format!(
+            "emissivity {:.2} ({source}): bare or shiny metal (bare ≈ 0.15, polished copper 0.02–0.03) reads far \
+             too cold at this setting, so a hot spot on a bare lug, busbar or pad may be understated; measure on \
+             insulation, tape, paint or oxidised metal (0.6–0.78), or pass `emissivity`",
+            c.emissivity
+        ));
+        if equipment == Equipment::Board {
+            notes.push(
+                "boards: use emissivity 0.9 for solder mask and plastic packages; the camera sees the package \
+                 surface, so the junction is hotter (TJ = TA + PD·θJA; typical limit 125 °C, absolute maximum \
+                 150 °C)"
+                    .to_owned(),
+            );
+        }
+    }
+    let relative = match &image.radiometry {
+        Radiometry::Relative { method, palette, reason, .. } => {
+            let method_name = match method {
+                RelativeMethod::RawCounts => "raw-counts",
+                RelativeMethod::PaletteInversion => "palette-inversion",
+            };
+            let how = match method {
+                RelativeMethod::RawCounts => "sensor counts rescaled between the coldest and hottest pixel",
+                RelativeMethod::PaletteInversion => {
+                    "false colours mapped back onto a palette (approximate, saturates at the colour-bar ends)"
+                }
+            };
+            notes.push(format!(
+                "relative analysis: values are 0–1 positions ({how}), not temperatures ({reason}); hotspot \
+                 locations are meaningful, °C figures and NETA bands are not"
+            ));
+            Some(RelativeInfo {
+                method: method_name.to_owned(),
+                palette: palette.clone(),
+                label: format!("relative (0–1, {method_name}): no temperatures"),
+                reason: reason.clone(),
+            })
+        }
+        Radiometry::Absolute { .. } => None,
+    };
+    notes.push(
+        "ΔT depends on load: NFPA 70B asks for surveys at ≥ 40 % of normal load with the load recorded (NETA: \
+         maximum possible load); the rise scales roughly with (I/I_rated)^1.6–2, so confirm under known load"
+            .to_owned(),
+    );
+    if absolute && equipment == Equipment::Panel && stats.max > 60.0 {
+        notes.push(format!(
+            "hottest point {:.1} °C exceeds the 60 °C termination rating of circuits ≤ 100 A (75 °C above 100 A; \
+             NEC 110.14(C))",
+            stats.max
+        ));
+    }
+    if absolute && equipment == Equipment::Board && stats.max > 110.0 {
+        notes.push(format!(
+            "hottest point {:.1} °C is within 20 °C of FR-4's glass transition (Tg 130–140 °C)",
+            stats.max
+        ));
+    }
+
+    let confidence =
+        confidence(&image, opts, method, &severity, delta_ref_for_band, delta_amb, suspected.as_ref());
+
+    Ok(VisionReport {
+        radiometric: absolute,
+        analysis: if absolute { "absolute" } else { "relative" }.to_owned(),
+        relative,
+        image: ImageInfo {
+            width: image.frame.width,
+            height: image.frame.height,
+            format: format_name(image.format).to_owned(),
+            camera: image
+                .camera
+                .as_ref()
+                .map(|c| c.camera_model.trim().to_owned())
+                .filter(|m| !m.is_empty())
+                .or_else(|| image.dji.as_ref().map(|_| "DJI R-JPEG camera".to_owned())),
+        },
+        equipment,
+        conditions,
+        min_c: absolute.then(|| round(stats.min, 2)),
+        max_c: absolute.then(|| round(stats.max, 2)),
+        mean_c: absolute.then(|| round(stats.mean, 2)),
+        hottest: PointPx { x: stats.hottest_xy.0 as f64, y: stats.hottest_xy.1 as f64 },
+        hotspots,
+        reference: ReferenceOut {
+            method,
+            temperature_c: absolute.then(|| round(reference_value, 2)),
+            region: if method == ReferenceMethod::Region {
+                opts.reference_region.map(BoxPx::from)
+            } else {
+                None
+            },
+            relative_value: (!absolute).then(|| round(reference_value, 4)),
+        },
+        delta_t_ref_c: delta_ref.map(|d| round(d, 2)),
+        delta_t_ambient_c: delta_amb.map(|d| round(d, 2)),
+        severity,
+        suspected_component: suspected,
+        failure_mode,
+        confidence,
+        notes,
+    })
+}
+
+/// What [`hypothesise`] looks at.
+#[derive(Debug)]
+pub struct Evidence<'a> {
+    /// Temperatures are absolute.
+    pub absolute: bool,
+    /// Equipment kind.
+    pub equipment: Equipment,
+    /// Peak rise over the reference (°C, or relative units).
+    pub rise: f64,
+    /// Smallest rise that counts.
+    pub floor: f64,
+    /// Hottest value.
+    pub max_c: f64,
+    /// The top hotspot at half the peak rise.
+    pub core: Option<&'a switchboard_thermal::Hotspot>,
+    /// The warm area around it (a fifth of the peak rise).
+    pub warm: Option<&'a switchboard_thermal::Hotspot>,
+    /// Pixels in the frame.
+    pub frame_px: usize,
+    /// The suspected component.
+    pub suspected: Option<&'a SuspectedComponent>,
+    /// A cold exception: designator and how much colder than the reference.
+    pub cold: Option<&'a (String, f64)>,
+}
+
+/// A hotspot is *localised* when its half-rise core is under this fraction of the warm area around it.
+pub const LOCALISED_CORE_FRACTION: f64 = 0.4;
+
+/// A warm area covering more than this fraction of the frame is a whole component or conductor, not a joint.
+pub const LARGE_WARM_FRACTION: f64 = 0.25;
+
+/// The failure-mode heuristics (ASTM E1934: warm exceptions come from loose or deteriorated connections, shorts,
+/// overloads, imbalance or faulty parts; cool exceptions from failed components):
+///
+/// 1. No rise ≥ 1 °C: `failed-cold-component` when a mapped part is ≥ 4 °C colder than the similar-component
+///    reference, else `none`.
+/// 2. Boards: the suspected part's class decides: capacitor → `capacitor-overheating` (electrolytic life halves
+///    per 10 °C), semiconductor/regulator → `semiconductor-overheating` (junction limits), connector →
+///    `loose-connection`; otherwise `component-overheating`.
+/// 3. Panels: the *shape* decides. The core (above half the peak rise) is compared with the warm area (above a
+///    fifth of it). A small core inside a larger warm area (core < 40 % of it, warm area < 25 % of the frame) is
+///    heat produced at one point and conducted away: a high-resistance joint, i.e. a `loose-connection` at a lug,
+///    terminal or conductor end. A core filling most of its warm area, or a warm area over a quarter of the frame,
+///    is a body heated evenly: `overload-imbalance` (or an undersized conductor).
+pub fn hypothesise(e: &Evidence<'_>) -> FailureMode {
+    let unit = if e.absolute { " °C" } else { " (relative)" };
+    let mut evidence = vec![format!("peak rise {:.2}{unit} over the reference", e.rise)];
+    if e.rise < e.floor {
+        if let Some((designator, colder)) = e.cold {
+            return FailureMode {
+                kind: "failed-cold-component".into(),
+                hypothesis: format!(
+                    "{designator} is {colder:.1} °C colder than the reference component under similar load: a \
+                     failed, open or unpowered part (ASTM E1934 cool exception); check its supply and continuity"
+                ),
+                evidence,
+            };
+        }
+        return FailureMode {
+            kind: "none".into(),
+            hypothesis: "no thermal anomaly: nothing rises 1 °C or more above the reference".into(),
+            evidence,
+        };
+    }
+    let (Some(core), Some(warm)) = (e.core, e.warm) else {
+        return FailureMode {
+            kind: "undetermined".into(),
+            hypothesis: "a rise was measured but no hot region could be isolated".into(),
+            evidence,
+        };
+    };
+    let concentration = core.area_px as f64 / warm.area_px.max(1) as f64;
+    let warm_fraction = warm.area_px as f64 / e.frame_px.max(1) as f64;
+    evidence.push(format!(
+        "hot core {} px inside a warm area of {} px ({:.0} % of it; warm area {:.1} % of the frame)",
+        core.area_px,
+        warm.area_px,
+        concentration * 100.0,
+        warm_fraction * 100.0
+    ));
+    let localised = concentration < LOCALISED_CORE_FRACTION && warm_fraction < LARGE_WARM_FRACTION;
+    if e.equipment == Equipment::Board {
+        let (kind, hypothesis) = match e.suspected.map(|s| (s.class, s.designator.as_str())) {
+            Some((ComponentClass::Capacitor, d)) => {
+                let life = if e.absolute {
+                    let factor = |rated: f64| 2f64.powf((rated - e.max_c) / 10.0);
+                    format!(
+                        " At {:.0} °C a 105 °C-rated electrolytic keeps {:.2}× its rated life and an 85 °C part \
+                         {:.2}× (life doubles per 10 °C below rating).",
+                        e.max_c,
+                        factor(105.0),
+                        factor(85.0)
+                    )
+                } else {
+                    String::new()
+                };
+                (
+                    "capacitor-overheating",
+                    format!(
+                        "{d} (capacitor) is the hot spot: high ripple current, rising ESR (ageing, dried \
+                         electrolyte) or heat from a neighbour.{life} Check ripple, ESR and the temperature rating."
+                    ),
+                )
+            }
+            Some((ComponentClass::Semiconductor, d)) => (
+                "semiconductor-overheating",
+                format!(
+                    "{d} (semiconductor/regulator) is the hot spot: excess dissipation (load, input-output \
+                     difference of a linear regulator, switching losses) or poor heat-sinking (thermal pad, \
+                     heatsink, airflow). The junction is hotter than the package surface; typical limit 125 °C, \
+                     absolute maximum 150 °C."
+                ),
+            ),
+            Some((ComponentClass::Connector, d)) => (
+                "loose-connection",
+                format!("{d} (connector/terminal) is the hot spot: a loose, worn or corroded contact (high resistance)."),
+            ),
+            Some((class, d)) => (
+                "component-overheating",
+                format!(
+                    "{d} ({}) is the hot spot: dissipation beyond its rating or derating, or a fault downstream \
+                     drawing excess current.",
+                    class.as_str()
+                ),
+            ),
+            None => (
+                "component-overheating",
+                "a board component is overheating (capacitor or semiconductor most likely); give a component_map \
+                 to name it"
+                    .to_owned(),
+            ),
+        };
+        return FailureMode { kind: kind.into(), hypothesis, evidence };
+    }
+    if localised {
+        FailureMode {
+            kind: "loose-connection".into(),
+            hypothesis: "loose or deteriorated connection or termination: the heat is concentrated in a small spot \
+                         with a steep gradient, typical of a high-resistance joint at a lug, terminal, bolted joint or \
+                         conductor end; check torque, corrosion and conductor damage"
+                .into(),
+            evidence,
+        }
+    } else {
+        FailureMode {
+            kind: "overload-imbalance".into(),
+            hypothesis: "overload or phase imbalance: a whole conductor or component is evenly warm rather than hot \
+                         at one joint; measure the phase currents, compare with the rating and the other phases, and \
+                         check for an undersized conductor or harmonics"
+                .into(),
+            evidence,
+        }
+    }
+}
+
+fn confidence(
+    image: &ThermalImage,
+    opts: &AnalyzeOptions,
+    method: ReferenceMethod,
+    severity: &Severity,
+    delta_ref: Option<f64>,
+    delta_amb: Option<f64>,
+    suspected: Option<&SuspectedComponent>,
+) -> f64 {
+    let mut c = match &image.radiometry {
+        Radiometry::Absolute { .. } => 0.85,
+        Radiometry::Relative { method: RelativeMethod::RawCounts, .. } => 0.45,
+        Radiometry::Relative { .. } => 0.3,
+    };
+    if image.is_absolute() && opts.emissivity.is_none() {
+        c *= 0.9;
+    }
+    if method == ReferenceMethod::Median {
+        c *= 0.9;
+    }
+    // A ΔT close to a band edge could flip the band with a small error.
+    if severity.assessed {
+        let margin = match (delta_ref, delta_amb) {
+            (Some(r), Some(a)) if severity::band_vs_ambient(a) > severity::band_vs_reference(r) => {
+                severity::margin_to_edge(a, true)
+            }
+            (Some(r), _) => severity::margin_to_edge(r, false),
+            (None, Some(a)) => severity::margin_to_edge(a, true),
+            (None, None) => f64::INFINITY,
+        };
+        c *= 0.7 + 0.3 * (margin / 2.0).min(1.0);
+    }
+    if let Some(s) = suspected {
+        let diag = (image.frame.width as f64).hypot(image.frame.height as f64);
+        if s.distance_px > 0.05 * diag {
+            c *= 0.8;
+        }
+    }
+    if severity.band == Band::None && severity.assessed {
+        // "Nothing found" is as trustworthy as the measurement itself.
+        c = c.max(0.5);
+    }
+    round(c.clamp(0.05, 0.99), 2)
+}
+
+/// The plain-text rendering placed in `content`.
+pub fn render_text(r: &VisionReport) -> String {
+    let mut t = String::new();
+    let cam = r.image.camera.as_deref().unwrap_or("unknown camera");
+    t.push_str(&format!(
+        "{} {}×{} ({cam}), {} analysis",
+        r.image.format, r.image.width, r.image.height, r.analysis
+    ));
+    if let Some(rel) = &r.relative {
+        t.push_str(&format!(" — {}", rel.label));
+    }
+    t.push('\n');
+    if let (Some(min), Some(max), Some(mean)) = (r.min_c, r.max_c, r.mean_c) {
+        t.push_str(&format!(
+            "min {min:.1} °C, max {max:.1} °C at ({}, {}), mean {mean:.1} °C\n",
+            r.hottest.x, r.hottest.y
+        ));
+    }
+    if let (Some(rt), Some(d)) = (r.reference.temperature_c, r.delta_t_ref_c) {
+        t.push_str(&format!("reference ({}) {rt:.1} °C, ΔT {d:.1} °C\n", r.reference.method.as_str()));
+    }
+    if let Some(d) = r.delta_t_ambient_c {
+        t.push_str(&format!("ΔT vs ambient {d:.1} °C\n"));
+    }
+    t.push_str(&format!(
+        "severity: {} — {} ({})\n",
+        r.severity.band.as_str(),
+        r.severity.action,
+        r.severity.criterion
+    ));
+    for (i, h) in r.hotspots.iter().enumerate() {
+        let value = match (h.max_c, h.max_relative) {
+            (Some(m), _) => format!("max {m:.1} °C"),
+            (None, Some(m)) => format!("max {m:.2} (relative)"),
+            _ => String::new(),
+        };
+        t.push_str(&format!(
+            "hotspot {}: {value}, {} px, box {}×{} at ({}, {})\n",
+            i + 1,
+            h.area_px,
+            h.bbox.width,
+            h.bbox.height,
+            h.bbox.x,
+            h.bbox.y
+        ));
+    }
+    if let Some(s) = &r.suspected_component {
+        t.push_str(&format!("suspected component: {} ({:.1} px away)\n", s.designator, s.distance_px));
+    }
+    t.push_str(&format!("failure mode: {} — {}\n", r.failure_mode.kind, r.failure_mode.hypothesis));
+    t.push_str(&format!("confidence {:.2}\n", r.confidence));
+    for n in &r.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    t
+}
