@@ -211,3 +211,32 @@ async fn blob_server(bytes: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
     });
     (format!("http://{addr}/blobs/wm01"), handle)
 }
+
+#[test]
+fn every_sample_is_analysed_without_panic_and_graded_when_radiometric() {
+    use switchboard_servers::vision::{AnalyzeOptions, analyze};
+    let mut names: Vec<_> = std::fs::read_dir(crate::common::data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".json") && !n.ends_with(".md"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5);
+    for name in names {
+        let r = analyze(&sample(&name), &AnalyzeOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(r.severity.assessed, r.radiometric, "{name}");
+        if let Some(top) = r.hotspots.first() {
+            assert!(top.bbox.contains(r.hottest.x as usize, r.hottest.y as usize), "{name}: {top:?}");
+        }
+        println!(
+            "{name}: {} ΔT {:?} band {} mode {} conf {} hotspots {} top area {:?}",
+            r.analysis,
+            r.delta_t_ref_c,
+            r.severity.band.as_str(),
+            r.failure_mode.kind,
+            r.confidence,
+            r.hotspots.len(),
+            r.hotspots.first().map(|h| h.area_px)
+        );
+    }
+}
