@@ -117,10 +117,13 @@ fn object(value: Value) -> Arc<JsonObject> {
     }
 }
 
-/// The `generate_repair_steps` tool definition served by `tools/list`.
-pub fn generate_repair_steps_tool() -> Tool {
-    static TOOL: OnceLock<Tool> = OnceLock::new();
-    TOOL.get_or_init(|| {
+/// The `generate_repair_steps` tool definition served by `tools/list`; `open_world` is true when an LLM backend
+/// is configured (the call then reaches an outside service).
+pub fn generate_repair_steps_tool(open_world: bool) -> Tool {
+    static CLOSED: OnceLock<Tool> = OnceLock::new();
+    static OPEN: OnceLock<Tool> = OnceLock::new();
+    let cell = if open_world { &OPEN } else { &CLOSED };
+    cell.get_or_init(|| {
         let strings = json!({ "type": "array", "items": { "type": "string" } });
         Tool::new(
             GENERATE_REPAIR_STEPS,
@@ -177,8 +180,7 @@ pub fn generate_repair_steps_tool() -> Tool {
             "required": ["summary", "severity", "steps", "parts", "safety", "confidence"]
         })))
         .with_annotations(
-            // The LLM backend (when configured) reaches outside; without it the tool is closed-world.
-            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(open_world),
         )
     })
     .clone()
@@ -226,11 +228,11 @@ impl ServerHandler for ReasoningServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![generate_repair_steps_tool()]))
+        Ok(ListToolsResult::with_all_items(vec![generate_repair_steps_tool(self.llm.is_some())]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == GENERATE_REPAIR_STEPS).then(generate_repair_steps_tool)
+        (name == GENERATE_REPAIR_STEPS).then(|| generate_repair_steps_tool(self.llm.is_some()))
     }
 
     async fn call_tool(
