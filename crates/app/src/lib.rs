@@ -4,7 +4,9 @@
 //! store, builds the registry and runs the `switchboard` commands. Library crates get
 //! typed configuration from here and never look at the environment themselves.
 
+pub mod blobs;
 pub mod config;
+pub mod http;
 pub mod probe;
 pub mod serve;
 pub mod servers;

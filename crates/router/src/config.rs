@@ -80,6 +80,11 @@ pub enum TransportSpec {
         /// `ws://` / `wss://` URL.
         url: String,
     },
+    /// A built-in server running in the router's process.
+    Builtin {
+        /// Which one (`vision`, `knowledge`, `reasoning`).
+        server: String,
+    },
 }
 
 impl TransportSpec {
@@ -89,6 +94,7 @@ impl TransportSpec {
             TransportSpec::Stdio { .. } => TransportKind::Stdio,
             TransportSpec::Http { .. } => TransportKind::Http,
             TransportSpec::Ws { .. } => TransportKind::Ws,
+            TransportSpec::Builtin { .. } => TransportKind::InProcess,
         }
     }
 
@@ -99,6 +105,7 @@ impl TransportSpec {
                 std::iter::once(command.clone()).chain(args.iter().cloned()).collect::<Vec<_>>().join(" ")
             }
             TransportSpec::Http { url, .. } | TransportSpec::Ws { url } => url.clone(),
+            TransportSpec::Builtin { server } => format!("built-in {server} server"),
         }
     }
 }
@@ -137,6 +144,7 @@ impl ServerSpec {
             }),
             TransportSpec::Http { url, .. } => serde_json::json!({"kind": "http", "url": normalise_url(url)}),
             TransportSpec::Ws { url } => serde_json::json!({"kind": "ws", "url": normalise_url(url)}),
+            TransportSpec::Builtin { server } => serde_json::json!({"kind": "builtin", "server": server}),
         };
         let mut h = Sha256::new();
         h.update(self.name.as_bytes());
@@ -197,6 +205,8 @@ pub struct ServerToml {
     pub cwd: Option<PathBuf>,
     /// URL of an HTTP or WebSocket server.
     pub url: Option<String>,
+    /// Name of a built-in server (`vision`, `knowledge`, `reasoning`).
+    pub builtin: Option<String>,
     /// Extra HTTP headers.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -242,18 +252,27 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             "server name {name:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
         )));
     }
-    let transport = match (&t.command, &t.url) {
-        (Some(_), Some(_)) => {
+    let transport = match (&t.command, &t.url, &t.builtin) {
+        (None, None, Some(server)) => {
+            if !valid_name(server) {
+                return Err(err(format!("servers.{name}.builtin {server:?} is not a valid server name")));
+            }
+            TransportSpec::Builtin { server: server.clone() }
+        }
+        (_, _, Some(_)) => {
+            return Err(err(format!("servers.{name}: `builtin` cannot be combined with `command` or `url`")));
+        }
+        (Some(_), Some(_), None) => {
             return Err(err(format!(
                 "servers.{name}: set either `command` (stdio) or `url` (http/ws), not both"
             )));
         }
-        (None, None) => {
+        (None, None, None) => {
             return Err(err(format!(
-                "servers.{name}: needs `command` (a stdio server) or `url` (an HTTP or WebSocket server)"
+                "servers.{name}: needs `command` (a stdio server), `url` (an HTTP or WebSocket server) or `builtin`"
             )));
         }
-        (Some(command), None) => {
+        (Some(command), None, None) => {
             if command.trim().is_empty() {
                 return Err(err(format!("servers.{name}.command is empty")));
             }
@@ -262,7 +281,9 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             }
             TransportSpec::Stdio { command: command.clone(), args: t.args, env: t.env, cwd: t.cwd }
         }
-        (None, Some(url)) => url_transport(name, url, t.transport.as_deref(), t.headers).map_err(err)?,
+        (None, Some(url), None) => {
+            url_transport(name, url, t.transport.as_deref(), t.headers).map_err(err)?
+        }
     };
     let mut restart = RestartPolicy::default();
     if let Some(v) = t.restart.initial_backoff_ms {

@@ -19,7 +19,7 @@ use switchboard_transport::http::{HttpConfig, HttpUpstream};
 use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
 use switchboard_transport::ws::{WsConfig, WsUpstream};
 use switchboard_transport::{
-    ConnectOptions, Exchange, FrameBus, Handshake, HandshakeFailure, McpClient, Upstream, UpstreamEvent,
+    ConnectOptions, Exchange, FrameBus, Handshake, HandshakeFailure, McpClient, Tap, Upstream, UpstreamEvent,
     UpstreamStatus,
 };
 use switchboard_wire::{Era, ErrorObject, Message, error_code, method};
@@ -168,8 +168,17 @@ impl ServerEntry {
     }
 }
 
+/// Starts built-in servers in-process; the application provides it (the registry does
+/// not know which servers are built in).
+pub trait BuiltinConnector: Send + Sync {
+    /// Connects to the built-in server `server`, or says why not.
+    fn connect(&self, server: &str, tap: Tap, cancel: CancellationToken)
+    -> Result<Arc<dyn Upstream>, String>;
+}
+
 struct Inner {
     config: RegistryConfig,
+    builtins: RwLock<Option<Arc<dyn BuiltinConnector>>>,
     servers: RwLock<BTreeMap<String, Arc<ServerEntry>>>,
     store: Option<Store>,
     events: EventBus,
@@ -197,6 +206,7 @@ impl Registry {
         Registry {
             inner: Arc::new(Inner {
                 config,
+                builtins: RwLock::new(None),
                 servers: RwLock::new(BTreeMap::new()),
                 store,
                 events,
@@ -206,6 +216,11 @@ impl Registry {
                 changed: Notify::new(),
             }),
         }
+    }
+
+    /// Installs the connector for `builtin = "…"` servers (before adding them).
+    pub fn set_builtins(&self, connector: Arc<dyn BuiltinConnector>) {
+        *self.inner.builtins.write().unwrap_or_else(PoisonError::into_inner) = Some(connector);
     }
 
     /// The event bus.
@@ -677,6 +692,10 @@ async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
                     .map(|u| u as Arc<dyn Upstream>)
                     .map_err(|e| e.to_string())
             }
+            (TransportSpec::Builtin { server }, _) => match read(&inner.builtins) {
+                Some(c) => c.connect(server, tap.clone(), entry.cancel.child_token()),
+                None => Err(format!("no built-in server named {server:?} is available in this process")),
+            },
             (TransportSpec::Stdio { .. }, None) => Err("internal: stdio upstream missing".into()),
         };
         let outcome = match upstream {

@@ -15,6 +15,8 @@ pub mod error;
 pub mod exchange;
 pub mod frame;
 pub mod http;
+mod lines;
+pub mod pipe;
 mod sse;
 pub mod stdio;
 pub mod upstream;

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use switchboard_wire::Message;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::duplex::Duplex;
+use crate::lines;
 use crate::{Error, Exchange, Tap, TransportKind, Upstream, UpstreamEvent, UpstreamStatus};
 
 /// When and how often to restart.
@@ -274,7 +274,7 @@ async fn run_once(
     generation: u64,
 ) -> Option<String> {
     let pid = child.id();
-    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+    let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         return Some("child has no stdio pipes".into());
@@ -285,39 +285,8 @@ async fn run_once(
         s.stderr_tail.clear();
         s.last_error = None;
     }
-    let (wtx, mut wrx) = mpsc::channel::<Bytes>(256);
-    let writer = tokio::spawn(async move {
-        while let Some(b) = wrx.recv().await {
-            if stdin.write_all(&b).await.is_err() || stdin.write_all(b"\n").await.is_err() {
-                break;
-            }
-            if wrx.is_empty() && stdin.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-    let max_line = config.max_line_bytes;
-    let reader_duplex = duplex.clone();
-    let reader = tokio::spawn(async move {
-        let mut lines = BufReader::with_capacity(64 * 1024, stdout);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match read_line_bounded(&mut lines, &mut buf, max_line).await {
-                Ok(0) => break,
-                Ok(_) => {
-                    let line = buf.trim_ascii();
-                    if !line.is_empty() {
-                        reader_duplex.dispatch(line).await;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "stdio server output unreadable");
-                    break;
-                }
-            }
-        }
-    });
+    let (wtx, writer) = lines::spawn_writer(stdin);
+    let reader = lines::spawn_reader(stdout, duplex.clone(), config.max_line_bytes);
     let tail_lines = config.stderr_tail_lines;
     let err_state = state.clone();
     let stderr_task = tokio::spawn(async move {
@@ -356,33 +325,6 @@ async fn run_once(
     let _ = tokio::time::timeout(Duration::from_millis(500), stderr_task).await;
     let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
     status
-}
-
-async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
-    r: &mut R,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<usize> {
-    let mut total = 0;
-    loop {
-        let available = r.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(total);
-        }
-        let (take, done) = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (available.len(), false),
-        };
-        if buf.len() + take > max {
-            return Err(std::io::Error::other(format!("a line longer than {max} bytes")));
-        }
-        buf.extend_from_slice(&available[..take]);
-        r.consume(take);
-        total += take;
-        if done {
-            return Ok(total);
-        }
-    }
 }
 
 fn rss_bytes(pid: u32) -> Option<u64> {

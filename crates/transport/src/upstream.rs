@@ -17,6 +17,8 @@ pub enum TransportKind {
     Http,
     /// JSON-RPC over WebSocket text frames (subprotocol `mcp`).
     Ws,
+    /// A built-in server in the same process, over a newline-delimited pipe.
+    InProcess,
 }
 
 impl TransportKind {
@@ -26,6 +28,7 @@ impl TransportKind {
             TransportKind::Stdio => "stdio",
             TransportKind::Http => "http",
             TransportKind::Ws => "ws",
+            TransportKind::InProcess => "in-process",
         }
     }
 }

@@ -186,3 +186,28 @@ done"#;
     assert!(rx.try_recv().is_err(), "exactly one frame per direction");
     up.close().await;
 }
+
+/// An in-process server over a `tokio::io::duplex` pipe behaves like a stdio one.
+#[tokio::test]
+async fn an_in_process_pipe_carries_requests_both_ways() {
+    use switchboard_transport::pipe::PipeUpstream;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (client_side, server_side) = tokio::io::duplex(64 * 1024);
+    let (server_read, mut server_write) = tokio::io::split(server_side);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(server_read).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let req = Message::parse(line.as_bytes()).unwrap();
+            let resp = Message::response(req.id().unwrap(), json!({"echo": req.method()}));
+            server_write.write_all(&resp.to_bytes()).await.unwrap();
+            server_write.write_all(b"\n").await.unwrap();
+        }
+    });
+    let (r, w) = tokio::io::split(client_side);
+    let up = PipeUpstream::new(r, w, Tap::disabled(), CancellationToken::new());
+    let resp = up.request(Message::request("x", "tools/list", None)).await.unwrap().response().await.unwrap();
+    assert_eq!(resp.id(), Some("x".into()));
+    assert_eq!(resp.result().unwrap()["echo"], "tools/list");
+    assert_eq!(up.kind().as_str(), "in-process");
+    up.close().await;
+}

@@ -1,0 +1,147 @@
+//! The router's HTTP listener: blobs, health and the read-only server list.
+//!
+//! `fn router(state)` builds the axum app so tests can call it without a socket; the
+//! MCP endpoint and the admin API join this listener in later issues.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util_compat::StreamAdapter;
+use serde_json::json;
+use switchboard_router::Registry;
+use tokio_util::sync::CancellationToken;
+
+use crate::blobs::{BlobError, BlobStore};
+
+/// Shared state of the listener.
+#[derive(Clone)]
+pub struct HttpState {
+    /// Uploaded inputs.
+    pub blobs: BlobStore,
+    /// The registry, for `/api/servers`.
+    pub registry: Option<Registry>,
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(json!({"error": message}))).into_response()
+}
+
+impl IntoResponse for BlobError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            BlobError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BlobError::Empty | BlobError::BadId(_) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        error(status, self.to_string())
+    }
+}
+
+async fn get_blob(State(s): State<Arc<HttpState>>, Path(id): Path<String>) -> Response {
+    match s.blobs.get(&id).await {
+        Ok(Some(bytes)) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no blob {id}")),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn put_blob(State(s): State<Arc<HttpState>>, body: Body) -> Response {
+    let limit = s.blobs.limit();
+    let stream = body.into_data_stream();
+    let reader = StreamAdapter::new(stream);
+    match s.blobs.put_reader(reader).await {
+        Ok(r) => (
+            StatusCode::CREATED,
+            axum::Json(json!({"sha256": r.sha256, "size": r.size, "url": format!("/blobs/{}", r.sha256)})),
+        )
+            .into_response(),
+        // The body limit layer cuts the stream at the limit; report it as the limit.
+        Err(BlobError::Io { .. }) | Err(BlobError::TooLarge { .. }) => {
+            BlobError::TooLarge { size: limit + 1, limit }.into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The axum application.
+pub fn router(state: HttpState) -> Router {
+    let limit = usize::try_from(state.blobs.limit()).unwrap_or(usize::MAX);
+    let state = Arc::new(state);
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/blobs/{id}", get(get_blob))
+        .route("/blobs", post(put_blob).layer(DefaultBodyLimit::max(limit)))
+        .route(
+            "/api/servers",
+            get(|State(s): State<Arc<HttpState>>| async move {
+                axum::Json(s.registry.as_ref().map(|r| r.servers()).unwrap_or_default())
+            }),
+        )
+        .with_state(state)
+}
+
+/// Serves `app` on `listener` until `cancel` fires.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    cancel: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(async move { cancel.cancelled().await }).await
+}
+
+/// Adapts an axum body stream into `AsyncRead`.
+mod futures_util_compat {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use bytes::{Buf, Bytes};
+    use futures::Stream;
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    /// `AsyncRead` over a stream of byte chunks.
+    pub struct StreamAdapter<S> {
+        stream: S,
+        chunk: Bytes,
+    }
+
+    impl<S> StreamAdapter<S> {
+        /// Wraps a stream.
+        pub fn new(stream: S) -> Self {
+            StreamAdapter { stream, chunk: Bytes::new() }
+        }
+    }
+
+    impl<S, E> AsyncRead for StreamAdapter<S>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            loop {
+                if !self.chunk.is_empty() {
+                    let n = self.chunk.len().min(buf.remaining());
+                    buf.put_slice(&self.chunk[..n]);
+                    self.chunk.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                match Pin::new(&mut self.stream).poll_next(cx) {
+                    Poll::Ready(Some(Ok(c))) => self.chunk = c,
+                    Poll::Ready(Some(Err(e))) => {
+                        return Poll::Ready(Err(std::io::Error::other(e.to_string())));
+                    }
+                    Poll::Ready(None) => return Poll::Ready(Ok(())),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        }
+    }
+}
