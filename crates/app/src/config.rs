@@ -159,7 +159,8 @@ mod tests {
     #[test]
     fn embedded_default_parses() {
         let c = parse(EMBEDDED_DEFAULT, "embedded", &[], None).unwrap();
-        assert!(c.servers.is_empty());
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["knowledge", "reasoning", "vision"]);
         assert_eq!(c.registry.refresh_interval, Duration::from_secs(300));
     }
 

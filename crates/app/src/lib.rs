@@ -5,6 +5,7 @@
 //! typed configuration from here and never look at the environment themselves.
 
 pub mod blobs;
+pub mod builtins;
 pub mod config;
 pub mod http;
 pub mod probe;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use switchboard_app::{config, probe, serve, servers};
+use switchboard_app::{builtins, config, probe, serve, servers};
 use tokio_util::sync::CancellationToken;
 
 /// Switchboard: an MCP router that shows what it does.
@@ -35,6 +35,26 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Run one built-in MCP server standalone (vision, knowledge or reasoning).
+    Server {
+        /// vision, knowledge or reasoning.
+        name: String,
+        /// Serve on stdin/stdout.
+        #[arg(long, conflicts_with_all = ["http", "ws"])]
+        stdio: bool,
+        /// Serve Streamable HTTP on ADDR (e.g. 127.0.0.1:7020).
+        #[arg(long, value_name = "ADDR", conflicts_with = "ws")]
+        http: Option<std::net::SocketAddr>,
+        /// Serve WebSocket (subprotocol `mcp`) on ADDR.
+        #[arg(long, value_name = "ADDR")]
+        ws: Option<std::net::SocketAddr>,
+        /// OpenAI-compatible or Ollama chat endpoint for the reasoning server.
+        #[arg(long, env = "SWITCHBOARD_LLM_URL")]
+        llm_url: Option<String>,
+        /// Model for --llm-url.
+        #[arg(long, env = "SWITCHBOARD_LLM_MODEL")]
+        llm_model: Option<String>,
     },
     /// Connect to one MCP server as the router would; print the handshake and catalog.
     Probe {
@@ -78,6 +98,42 @@ async fn shutdown_signal(cancel: CancellationToken) {
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
     cancel.cancel();
+}
+
+async fn run_server(
+    name: &str,
+    stdio: bool,
+    http: Option<std::net::SocketAddr>,
+    ws: Option<std::net::SocketAddr>,
+    llm_url: Option<String>,
+    llm_model: Option<String>,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
+    use switchboard_servers::serve;
+    let b = builtins::Builtins::new(&builtins::BuiltinsConfig { llm_url, llm_model, ..Default::default() })
+        .await?;
+    macro_rules! run {
+        ($h:expr) => {{
+            if stdio {
+                serve::serve_stdio($h, cancel).await?;
+            } else {
+                let serving = match (http, ws) {
+                    (Some(a), _) => serve::serve_http($h, a, cancel).await?,
+                    (None, Some(a)) => serve::serve_ws($h, a, cancel).await?,
+                    (None, None) => unreachable!("checked by the caller"),
+                };
+                println!("listening on {}", serving.url());
+                serving.wait().await?;
+            }
+        }};
+    }
+    match name {
+        "vision" => run!(b.vision()),
+        "knowledge" => run!(b.knowledge()),
+        "reasoning" => run!(b.reasoning()),
+        other => anyhow::bail!("no built-in server named {other:?} (choose {})", builtins::NAMES.join(", ")),
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -125,6 +181,24 @@ async fn main() -> ExitCode {
                     print!("{}", servers::render(&rows));
                     ExitCode::SUCCESS
                 }
+                Err(e) => {
+                    eprintln!("switchboard: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Server { name, stdio, http, ws, llm_url, llm_model } => {
+            if !stdio && http.is_none() && ws.is_none() {
+                eprintln!("switchboard: choose --stdio, --http ADDR or --ws ADDR");
+                return ExitCode::from(2);
+            }
+            if std::env::var_os("RUST_LOG").is_some() || !stdio {
+                init_tracing();
+            }
+            let cancel = CancellationToken::new();
+            tokio::spawn(shutdown_signal(cancel.clone()));
+            match run_server(&name, stdio, http, ws, llm_url, llm_model, cancel).await {
+                Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("switchboard: {e:#}");
                     ExitCode::FAILURE

@@ -180,3 +180,26 @@ fn a_config_typo_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("comand") && err.contains("c.toml"), "{err}");
 }
+
+/// The built-in servers are real MCP servers: probed over stdio like any other.
+#[test]
+fn builtin_servers_run_standalone_over_stdio() {
+    for (name, tool) in [
+        ("vision", "analyze_thermal_image"),
+        ("knowledge", "search_manual"),
+        ("reasoning", "generate_repair_steps"),
+    ] {
+        let out = Command::new(switchboard())
+            .args(["probe", "--json", "--", switchboard(), "server", name, "--stdio"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["handshake"]["era"], "modern", "{name}");
+        let tools: Vec<&str> =
+            v["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(tools, [tool], "{name}");
+        assert!(v["tools"][0]["outputSchema"].is_object(), "{name} declares an output schema");
+        assert!(v["quarantined"].as_array().unwrap().is_empty(), "{name}: {}", v["quarantined"]);
+    }
+}
