@@ -7,7 +7,17 @@
 pub mod blobs;
 pub mod builtins;
 pub mod config;
+pub mod diagnose;
 pub mod http;
+pub mod invoker;
 pub mod probe;
 pub mod serve;
 pub mod servers;
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

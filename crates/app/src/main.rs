@@ -36,6 +36,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Diagnose a thermal image with the vision → knowledge → reasoning flow.
+    Diagnose {
+        /// The image (FLIR radiometric JPEG, FFF/SEQ, DJI R-JPEG or a plain image).
+        image: PathBuf,
+        /// A flow file instead of the default thermal diagnosis.
+        #[arg(long)]
+        flow: Option<PathBuf>,
+        /// Print the run record as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Emissivity override.
+        #[arg(long)]
+        emissivity: Option<f64>,
+        /// Ambient air temperature (°C): enables the ΔT-vs-ambient criterion.
+        #[arg(long)]
+        ambient_c: Option<f64>,
+        /// Free-text context for the repair plan (load, equipment).
+        #[arg(long)]
+        context: Option<String>,
+        /// Largest accepted image in bytes.
+        #[arg(long, default_value_t = switchboard_app::blobs::DEFAULT_MAX_BLOB)]
+        max_bytes: u64,
+    },
+    /// Benchmark the default diagnosis flow on one image (per-node and end-to-end latency).
+    BenchDiagnose {
+        /// The image (use a 640×480 radiometric one, e.g. a FLIR T640 file).
+        image: PathBuf,
+        /// Measured runs (after one warm-up).
+        #[arg(long, default_value_t = 30)]
+        runs: usize,
+    },
     /// Run one built-in MCP server standalone (vision, knowledge or reasoning).
     Server {
         /// vision, knowledge or reasoning.
@@ -179,6 +210,88 @@ async fn main() -> ExitCode {
                 }
                 Ok(rows) => {
                     print!("{}", servers::render(&rows));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("switchboard: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Diagnose { image, flow, json, emissivity, ambient_c, context, max_bytes } => {
+            if std::env::var_os("RUST_LOG").is_some() {
+                init_tracing();
+            }
+            let mut extra = serde_json::Map::new();
+            if let Some(e) = emissivity {
+                extra.insert("emissivity".into(), e.into());
+            }
+            if let Some(a) = ambient_c {
+                extra.insert("ambient_c".into(), a.into());
+            }
+            if let Some(c) = context {
+                extra.insert("context".into(), c.into());
+            }
+            let opts = switchboard_app::diagnose::DiagnoseOptions {
+                image,
+                flow,
+                extra,
+                max_bytes: Some(max_bytes),
+                progress: !json,
+            };
+            let result = async {
+                let cfg = config::load(cli.config.as_deref(), &[], cli.db.as_deref())?;
+                let env = switchboard_app::diagnose::Env::start(&cfg, max_bytes).await?;
+                let record = env.diagnose(&opts).await;
+                env.shutdown().await;
+                record
+            }
+            .await;
+            match result {
+                Ok(record) => {
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&record).unwrap_or_default());
+                    } else {
+                        print!("{}", switchboard_app::diagnose::render(&record));
+                    }
+                    if record.outcome == switchboard_flow::RunOutcome::Ok {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    eprintln!("switchboard: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::BenchDiagnose { image, runs } => {
+            let result = async {
+                let cfg = config::load(cli.config.as_deref(), &[], cli.db.as_deref())?;
+                let env =
+                    switchboard_app::diagnose::Env::start(&cfg, switchboard_app::blobs::DEFAULT_MAX_BLOB)
+                        .await?;
+                let r = switchboard_app::diagnose::bench(&env, &image, runs.max(1)).await;
+                env.shutdown().await;
+                r
+            }
+            .await;
+            match result {
+                Ok(r) => {
+                    println!("runs            {}", r.runs);
+                    for (node, p50, p95) in &r.nodes {
+                        println!("node {node:<10} p50 {p50:>7.1} ms   p95 {p95:>7.1} ms");
+                    }
+                    println!(
+                        "end to end      p50 {:>7.1} ms   p95 {:>7.1} ms",
+                        r.end_to_end.0, r.end_to_end.1
+                    );
+                    println!(
+                        "baseline        p50 {:>7.1} ms   (thermal library alone, same image, same run)",
+                        r.baseline_ms
+                    );
+                    println!("ratio           {:.2}× baseline", r.ratio);
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod conformance;
+mod diagnose;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,309 @@
+//! `switchboard diagnose IMAGE`: the thermal diagnosis flow through the router.
+//!
+//! Everything runs in this process but on the real paths: the image goes into the blob
+//! store and is served over HTTP on loopback, the built-in servers are reached through
+//! the registry's MCP connections, and the run is persisted (a refused upload is stored
+//! as a failed run too).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde_json::{Map, Value, json};
+use switchboard_flow::{Engine, Flow, RunEvent, RunOptions, RunOutcome, RunRecord, RunSink, StoreSink};
+use switchboard_router::{EventBus, Registry};
+use switchboard_store::{Store, StoreConfig};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+use crate::blobs::{BlobStore, DEFAULT_MAX_BLOB};
+use crate::builtins::{Builtins, BuiltinsConfig};
+use crate::config::AppConfig;
+use crate::invoker::RegistryInvoker;
+
+/// The default flow, shipped in the binary.
+pub const DEFAULT_FLOW: &str = include_str!("../../../assets/flows/thermal-diagnosis.toml");
+/// Its name for error messages.
+pub const DEFAULT_FLOW_NAME: &str = "assets/flows/thermal-diagnosis.toml";
+
+/// What to diagnose and how.
+#[derive(Debug, Clone, Default)]
+pub struct DiagnoseOptions {
+    /// The image file.
+    pub image: PathBuf,
+    /// A flow file instead of the default one.
+    pub flow: Option<PathBuf>,
+    /// Extra run inputs (emissivity, ambient_c, context, …).
+    pub extra: Map<String, Value>,
+    /// Largest accepted image.
+    pub max_bytes: Option<u64>,
+    /// Draw progress on stderr.
+    pub progress: bool,
+}
+
+/// A running diagnosis environment: registry with the built-in servers, blob store and
+/// its HTTP listener.
+pub struct Env {
+    /// The registry.
+    pub registry: Registry,
+    /// The store.
+    pub store: Store,
+    /// The blob store.
+    pub blobs: BlobStore,
+    /// Base URL of the HTTP listener (`http://127.0.0.1:PORT`).
+    pub base_url: String,
+    cancel: CancellationToken,
+}
+
+impl Env {
+    /// Starts everything the flow needs and waits for the servers to be ready.
+    pub async fn start(config: &AppConfig, max_bytes: u64) -> anyhow::Result<Env> {
+        let cancel = CancellationToken::new();
+        let store =
+            Store::open(&StoreConfig { path: config.db_path.clone(), ..StoreConfig::default() }).await?;
+        // Runs a crash left "running" are failed, not forever in progress.
+        store.interrupt_running_runs(crate::now_ms()).await?;
+        let registry = Registry::new(
+            config.registry.clone(),
+            Some(store.clone()),
+            EventBus::default(),
+            FrameBus::default(),
+            cancel.child_token(),
+        );
+        registry.set_builtins(Arc::new(Builtins::new(&BuiltinsConfig::default()).await?));
+        let mut specs = config.servers.clone();
+        if !specs.iter().any(|s| matches!(s.transport, switchboard_router::TransportSpec::Builtin { .. })) {
+            specs.extend(
+                crate::config::parse(crate::config::EMBEDDED_DEFAULT, "embedded default config", &[], None)?
+                    .servers,
+            );
+        }
+        registry.add_all(specs).await?;
+        registry.wait_settled(Duration::from_secs(30)).await;
+        let blob_dir = config.db_path.parent().unwrap_or(Path::new(".")).join("blobs");
+        let blobs = BlobStore::open(blob_dir, max_bytes)?;
+        let listener =
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the blob listener")?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let app = crate::http::router(crate::http::HttpState {
+            blobs: blobs.clone(),
+            registry: Some(registry.clone()),
+        });
+        tokio::spawn(crate::http::serve(listener, app, cancel.child_token()));
+        Ok(Env { registry, store, blobs, base_url, cancel })
+    }
+
+    /// Loads a flow (the default one when `path` is `None`), validated against the live tools.
+    pub fn load_flow(&self, path: Option<&Path>) -> anyhow::Result<Flow> {
+        let invoker = RegistryInvoker::new(self.registry.clone());
+        Ok(match path {
+            Some(p) => Flow::load(p, &invoker)?,
+            None => Flow::from_toml(DEFAULT_FLOW_NAME, DEFAULT_FLOW, &invoker)?,
+        })
+    }
+
+    /// Runs a diagnosis.
+    pub async fn diagnose(&self, opts: &DiagnoseOptions) -> anyhow::Result<RunRecord> {
+        let flow = self.load_flow(opts.flow.as_deref())?;
+        let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.store.clone()));
+        let engine =
+            Engine::new(Arc::new(RegistryInvoker::new(self.registry.clone()))).with_sink(sink.clone());
+        let mut input = opts.extra.clone();
+        let blob = match self.blobs.put_file(&opts.image).await {
+            Ok(b) => b,
+            Err(e) => {
+                // The refusal is a failed run like any other, so it shows in the run history.
+                let reason = format!("image {}: {e}", opts.image.display());
+                input.insert("image".into(), json!(opts.image.display().to_string()));
+                let now = crate::now_ms();
+                let mut record = RunRecord {
+                    run_id: format!("run-{now}-upload"),
+                    flow: flow.name().to_owned(),
+                    input: Value::Object(input),
+                    started_at_ms: now,
+                    finished_at_ms: None,
+                    outcome: RunOutcome::Running,
+                    error: None,
+                    nodes: Vec::new(),
+                };
+                sink.run_started(&record).await.ok();
+                record.outcome = RunOutcome::Failed;
+                record.error = Some(reason.clone());
+                record.finished_at_ms = Some(crate::now_ms());
+                sink.run_finished(&record).await.ok();
+                return Ok(record);
+            }
+        };
+        input.insert("image".into(), json!(format!("{}/blobs/{}", self.base_url, blob.sha256)));
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let draw = opts.progress;
+        let painter = tokio::spawn(async move {
+            while let Some(ev) = rx.recv().await {
+                if draw {
+                    render_event(&ev);
+                }
+            }
+        });
+        let record = engine
+            .run(&flow, Value::Object(input), RunOptions { events: Some(tx), ..RunOptions::default() })
+            .await;
+        let _ = painter.await;
+        Ok(record)
+    }
+
+    /// Stops the servers and the listener.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        self.registry.shutdown(Duration::from_secs(5)).await;
+        self.store.close().await;
+    }
+}
+
+fn render_event(ev: &RunEvent) {
+    let mut err = std::io::stderr().lock();
+    let _ = match ev {
+        RunEvent::NodeStarted { node, tool, .. } => writeln!(err, "▶ {node:<10} {tool}"),
+        RunEvent::NodeProgress { node, progress, total, message, .. } => {
+            let bar = total.filter(|t| *t > 0.0).map(|t| {
+                let filled = ((progress / t).clamp(0.0, 1.0) * 20.0).round() as usize;
+                format!("[{}{}]", "#".repeat(filled), ".".repeat(20 - filled))
+            });
+            writeln!(
+                err,
+                "  {node:<10} {} {}",
+                bar.unwrap_or_else(|| format!("{progress}")),
+                message.as_deref().unwrap_or("")
+            )
+        }
+        other => {
+            let v = serde_json::to_value(other).unwrap_or(Value::Null);
+            match v.get("type").and_then(Value::as_str) {
+                Some("node_finished") => writeln!(
+                    err,
+                    "✔ {:<10} {} in {} ms",
+                    v["node"].as_str().unwrap_or("?"),
+                    v["outcome"].as_str().unwrap_or("?"),
+                    v["latency_ms"].as_u64().map_or_else(|| v["latency_ms"].to_string(), |n| n.to_string())
+                ),
+                Some(t) if t != "run_started" && t != "run_finished" => writeln!(err, "  {t}: {v}"),
+                _ => Ok(()),
+            }
+        }
+    };
+}
+
+/// Renders a finished run for a terminal.
+pub fn render(record: &RunRecord) -> String {
+    let mut out = String::new();
+    if record.outcome != RunOutcome::Ok {
+        let outcome = format!("{:?}", record.outcome).to_lowercase();
+        out += &format!("diagnosis {outcome}: {}\n", record.error.as_deref().unwrap_or("unknown error"));
+        return out;
+    }
+    let node = |id: &str| {
+        record.nodes.iter().find(|n| n.id == id).and_then(|n| n.output.clone()).unwrap_or(Value::Null)
+    };
+    let vision = node("vision");
+    let reasoning = node("reasoning");
+    let sev = &vision["severity"];
+    out += &format!("run           {}\n", record.run_id);
+    out += &format!("analysis      {}\n", vision["analysis"].as_str().unwrap_or("?"));
+    if let (Some(min), Some(max)) = (vision["min_c"].as_f64(), vision["max_c"].as_f64()) {
+        out += &format!("temperatures  {min:.1} … {max:.1} °C\n");
+    }
+    if let Some(d) = vision["delta_t_ref_c"].as_f64() {
+        out +=
+            &format!("ΔT reference  {d:.1} °C ({})\n", vision["reference"]["method"].as_str().unwrap_or("?"));
+    }
+    if let Some(h) = vision["hotspots"].as_array().and_then(|a| a.first()) {
+        out += &format!(
+            "hotspot       max {:.1} °C at ({}, {}), {} px\n",
+            h["max_c"].as_f64().unwrap_or(f64::NAN),
+            h["centroid"]["x"],
+            h["centroid"]["y"],
+            h["area_px"]
+        );
+    }
+    out += &format!(
+        "severity      {} — {}\n",
+        sev["band"].as_str().unwrap_or("?"),
+        sev["action"].as_str().unwrap_or("")
+    );
+    if let Some(s) = reasoning["summary"].as_str() {
+        out += &format!("summary       {s}\n");
+    }
+    for (i, step) in reasoning["steps"].as_array().into_iter().flatten().enumerate() {
+        out += &format!("  {}. {}\n", i + 1, step.as_str().map_or_else(|| step.to_string(), str::to_owned));
+    }
+    for s in reasoning["safety"].as_array().into_iter().flatten() {
+        out += &format!("  ⚠ {}\n", s.as_str().map_or_else(|| s.to_string(), str::to_owned));
+    }
+    let lat: Vec<String> = record.nodes.iter().map(|n| format!("{} {} ms", n.id, n.latency_ms)).collect();
+    out += &format!("latency       {}\n", lat.join(", "));
+    out
+}
+
+/// The default upload limit for `diagnose`.
+pub fn default_max_bytes() -> u64 {
+    DEFAULT_MAX_BLOB
+}
+
+/// Latency figures of repeated diagnoses of one image.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchReport {
+    /// Runs measured (after one warm-up run).
+    pub runs: usize,
+    /// Median and 95th percentile of each node, in ms, by node id.
+    pub nodes: Vec<(String, f64, f64)>,
+    /// Median and 95th percentile of the whole run (upload excluded), in ms.
+    pub end_to_end: (f64, f64),
+    /// Median of the baseline — decoding and analysing the same image with the thermal
+    /// library directly, no MCP, no flow — in ms.
+    pub baseline_ms: f64,
+    /// `end_to_end median / baseline median`: what the router, MCP and the flow cost on top.
+    pub ratio: f64,
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Runs the default flow `runs` times on `image` and the library baseline as often.
+pub async fn bench(env: &Env, image: &Path, runs: usize) -> anyhow::Result<BenchReport> {
+    let flow = env.load_flow(None)?;
+    let engine = Engine::new(Arc::new(RegistryInvoker::new(env.registry.clone())));
+    let blob = env.blobs.put_file(image).await?;
+    let input = json!({"image": format!("{}/blobs/{}", env.base_url, blob.sha256)});
+    let bytes = tokio::fs::read(image).await?;
+    let mut per_node: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
+    let mut e2e = Vec::new();
+    let mut base = Vec::new();
+    for i in 0..=runs {
+        let t = std::time::Instant::now();
+        let rec = engine.run(&flow, input.clone(), RunOptions::default()).await;
+        let total = t.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(rec.outcome == RunOutcome::Ok, "bench run failed: {}", rec.error.unwrap_or_default());
+        let t = std::time::Instant::now();
+        let img = switchboard_thermal::decode(&bytes, &switchboard_thermal::DecodeOptions::default())?;
+        let _ = img.hotspots(&switchboard_thermal::HotspotConfig::default())?;
+        let b = t.elapsed().as_secs_f64() * 1000.0;
+        if i == 0 {
+            continue; // warm-up
+        }
+        e2e.push(total);
+        base.push(b);
+        for n in &rec.nodes {
+            per_node.entry(n.id.clone()).or_default().push(n.latency_ms as f64);
+        }
+    }
+    let nodes = per_node.into_iter().map(|(k, mut v)| (k, pct(&mut v, 0.5), pct(&mut v, 0.95))).collect();
+    let end_to_end = (pct(&mut e2e, 0.5), pct(&mut e2e, 0.95));
+    let baseline_ms = pct(&mut base, 0.5);
+    Ok(BenchReport { runs, nodes, end_to_end, baseline_ms, ratio: end_to_end.0 / baseline_ms })
+}
