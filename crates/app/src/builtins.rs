@@ -22,6 +22,8 @@ pub const NAMES: &[&str] = &["vision", "knowledge", "reasoning"];
 /// Options of the built-in servers.
 #[derive(Debug, Clone, Default)]
 pub struct BuiltinsConfig {
+    /// The knowledge base file (`None`: in memory, the embedded corpus only).
+    pub knowledge_db: Option<PathBuf>,
     /// Extra knowledge files or directories (Markdown or JSON) imported at start.
     pub knowledge_import: Vec<PathBuf>,
     /// Optional LLM endpoint for the reasoning server (OpenAI-compatible or Ollama).
@@ -41,7 +43,10 @@ pub struct Builtins {
 impl Builtins {
     /// Builds the handlers (loads the embedded knowledge corpus plus any imports).
     pub async fn new(config: &BuiltinsConfig) -> anyhow::Result<Self> {
-        let kb = KnowledgeBase::embedded().await?;
+        let kb = match &config.knowledge_db {
+            Some(path) => open_knowledge(path).await?,
+            None => KnowledgeBase::embedded().await?,
+        };
         if !config.knowledge_import.is_empty() {
             let report = kb.import_paths(&config.knowledge_import).await;
             for e in &report.errors {
@@ -72,6 +77,25 @@ impl Builtins {
     pub fn reasoning(&self) -> ReasoningServer {
         self.reasoning.clone()
     }
+}
+
+/// Opens the knowledge base file, seeding it with the embedded corpus when it is new.
+/// Sections imported later (`switchboard knowledge import`) persist in it.
+pub async fn open_knowledge(path: &std::path::Path) -> anyhow::Result<KnowledgeBase> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let kb = KnowledgeBase::open_path(path).await?;
+    if kb.is_empty().await? {
+        let sections = switchboard_servers::knowledge::embedded::sections()?;
+        kb.import_sections(std::path::Path::new("embedded"), &sections).await?;
+    }
+    Ok(kb)
+}
+
+/// The knowledge base file beside the router's database.
+pub fn knowledge_db_beside(db: &std::path::Path) -> PathBuf {
+    db.parent().unwrap_or(std::path::Path::new(".")).join("knowledge.db")
 }
 
 fn pipe(stream: tokio::io::DuplexStream, tap: Tap, cancel: CancellationToken) -> Arc<dyn Upstream> {

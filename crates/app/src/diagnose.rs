@@ -72,7 +72,10 @@ impl Env {
             FrameBus::default(),
             cancel.child_token(),
         );
-        registry.set_builtins(Arc::new(Builtins::new(&BuiltinsConfig::default()).await?));
+        let knowledge_db = Some(crate::builtins::knowledge_db_beside(&config.db_path));
+        registry.set_builtins(Arc::new(
+            Builtins::new(&BuiltinsConfig { knowledge_db, ..Default::default() }).await?,
+        ));
         let mut specs = config.servers.clone();
         if !specs.iter().any(|s| matches!(s.transport, switchboard_router::TransportSpec::Builtin { .. })) {
             specs.extend(

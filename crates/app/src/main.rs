@@ -23,6 +23,30 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+enum KnowledgeAction {
+    /// Import Markdown or JSON procedure files (or directories of them); an existing id is replaced.
+    Import {
+        /// Files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Search the knowledge base as `search_manual` does.
+    Search {
+        /// Free text.
+        query: String,
+        /// A part number (exact or fuzzy).
+        #[arg(long)]
+        part: Option<String>,
+        /// A component kind (boosts sections of that kind).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Results to show.
+        #[arg(long, default_value_t = 3)]
+        top_k: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
     /// Start the router from the config and run until interrupted.
     Serve {
@@ -66,6 +90,11 @@ enum Command {
         /// Measured runs (after one warm-up).
         #[arg(long, default_value_t = 30)]
         runs: usize,
+    },
+    /// Manage the knowledge base behind `search_manual`.
+    Knowledge {
+        #[command(subcommand)]
+        action: KnowledgeAction,
     },
     /// Run one built-in MCP server standalone (vision, knowledge or reasoning).
     Server {
@@ -294,6 +323,53 @@ async fn main() -> ExitCode {
                     println!("ratio           {:.2}× baseline", r.ratio);
                     ExitCode::SUCCESS
                 }
+                Err(e) => {
+                    eprintln!("switchboard: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Knowledge { action } => {
+            let result = async {
+                let cfg = config::load(cli.config.as_deref(), &[], cli.db.as_deref())?;
+                let kb = builtins::open_knowledge(&builtins::knowledge_db_beside(&cfg.db_path)).await?;
+                match action {
+                    KnowledgeAction::Import { paths } => {
+                        let report = kb.import_paths(&paths).await;
+                        println!(
+                            "added {}, replaced {}, {} sections in total",
+                            report.added,
+                            report.replaced,
+                            kb.len().await?
+                        );
+                        for e in &report.errors {
+                            eprintln!("error: {e}");
+                        }
+                        anyhow::ensure!(
+                            report.errors.is_empty(),
+                            "{} file(s) could not be imported",
+                            report.errors.len()
+                        );
+                    }
+                    KnowledgeAction::Search { query, part, kind, top_k } => {
+                        let mut q =
+                            switchboard_servers::knowledge::index::SearchQuery::new(query).top_k(top_k);
+                        if let Some(p) = part {
+                            q = q.part_number(p);
+                        }
+                        if let Some(k) = kind {
+                            q = q.component_kind(k);
+                        }
+                        for hit in kb.search(&q).await? {
+                            println!("{:.3}  {}  {} ({})", hit.score, hit.id, hit.title, hit.kind);
+                        }
+                    }
+                }
+                anyhow::Ok(())
+            }
+            .await;
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("switchboard: {e:#}");
                     ExitCode::FAILURE

@@ -19,6 +19,13 @@ pub async fn start(config: &AppConfig, cancel: CancellationToken) -> anyhow::Res
         FrameBus::default(),
         cancel,
     );
+    let builtins = crate::builtins::Builtins::new(&crate::builtins::BuiltinsConfig {
+        knowledge_db: Some(crate::builtins::knowledge_db_beside(&config.db_path)),
+        ..Default::default()
+    })
+    .await?;
+    registry.set_builtins(std::sync::Arc::new(builtins));
+    store.interrupt_running_runs(crate::now_ms()).await?;
     registry.add_all(config.servers.clone()).await?;
     Ok((registry, store))
 }

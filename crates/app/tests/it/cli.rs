@@ -203,3 +203,37 @@ fn builtin_servers_run_standalone_over_stdio() {
         assert!(v["quarantined"].as_array().unwrap().is_empty(), "{name}: {}", v["quarantined"]);
     }
 }
+
+/// Imported procedures persist in the knowledge base and are found by search; a bad
+/// file is reported with its line and does not stop the others.
+#[test]
+fn knowledge_import_persists_and_reports_bad_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sb.db");
+    let good = dir.path().join("busway.md");
+    std::fs::write(
+        &good,
+        "# Busway\n\n## Busway plug-in unit stab overheating\nid: busway-plug-stab-hot\nkind: busway\nparts: XJL-PLUG-400\nsymptoms: hot plug-in unit, discoloured stabs\n\nPlug-in units clamp onto the busway with spring stabs; a weak stab heats at the contact line.\n\nSteps:\n1. Compare the plug-in unit with its neighbours under similar load.\n2. De-energise the busway run, remove the plug-in unit and inspect the stabs.\n3. Replace stabs or the unit when discoloured; re-image under load.\n4. Record ΔT and load.\n\nSafety:\n- Busway plug-ins are removed only with the run de-energised and locked out.\n\nSource: Switchboard field guide (team-written), test fixture\n",
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.md");
+    std::fs::write(&bad, "# Bad\n\n## No id here\nkind: fuse\n").unwrap();
+    let run = |args: &[&str]| Command::new(switchboard()).arg("--db").arg(&db).args(args).output().unwrap();
+    let out = run(&["knowledge", "import", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("added 1"), "{stdout}");
+    assert!(stderr.contains("bad.md"), "{stderr}");
+    let found = run(&["knowledge", "search", "plug-in unit stab hot on busway"]);
+    assert!(
+        String::from_utf8_lossy(&found.stdout).lines().next().unwrap_or("").contains("busway-plug-stab-hot")
+    );
+    let part = run(&["knowledge", "search", "hot", "--part", "XJL-PLUG-400"]);
+    assert!(
+        String::from_utf8_lossy(&part.stdout).lines().next().unwrap_or("").contains("busway-plug-stab-hot")
+    );
+    // The shipped corpus is there too.
+    let shipped = run(&["knowledge", "search", "bulging electrolytic capacitor"]);
+    assert_eq!(String::from_utf8_lossy(&shipped.stdout).lines().count(), 3);
+}
