@@ -55,7 +55,7 @@ pub fn render(rows: &[Row]) -> String {
         return "no servers registered (add [servers.NAME] tables to the config and run `switchboard serve`)\n".into();
     }
     let mut out = format!(
-        "{:<20} {:<16} {:<6} {:<12} {:<7} {:>5}  {}\n",
+        "{:<20} {:<16} {:<10} {:<12} {:<7} {:>5}  {}\n",
         "NAME", "ID", "VIA", "STATE", "ERA", "TOOLS", "REASON"
     );
     for r in rows {
@@ -65,7 +65,7 @@ pub fn render(rows: &[Row]) -> String {
             _ => "-".into(),
         };
         out += &format!(
-            "{:<20} {:<16} {:<6} {:<12} {:<7} {:>5}  {}\n",
+            "{:<20} {:<16} {:<10} {:<12} {:<7} {:>5}  {}\n",
             r.name,
             r.server_id,
             r.transport,

@@ -237,3 +237,43 @@ fn knowledge_import_persists_and_reports_bad_files() {
     let shipped = run(&["knowledge", "search", "bulging electrolytic capacitor"]);
     assert_eq!(String::from_utf8_lossy(&shipped.stdout).lines().count(), 3);
 }
+
+/// With no config file, `serve` runs the embedded defaults: the three built-in servers,
+/// handshaken in-process like any other server.
+#[test]
+fn serve_on_embedded_defaults_has_the_builtin_servers_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sb.db");
+    let mut child = Command::new(switchboard())
+        .current_dir(dir.path())
+        .env_remove("SWITCHBOARD_CONFIG")
+        .args(["--db", db.to_str().unwrap(), "serve"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let rows = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let out = Command::new(switchboard())
+            .current_dir(dir.path())
+            .args(["--db", db.to_str().unwrap(), "servers", "--json"])
+            .output()
+            .unwrap();
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let ready = rows.as_array().is_some_and(|a| a.len() == 3 && a.iter().all(|r| r["state"] == "ready"));
+        if ready || std::time::Instant::now() > deadline {
+            break rows;
+        }
+    };
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(child.wait().unwrap().success());
+    let names: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["knowledge", "reasoning", "vision"], "{rows}");
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["state"] == "ready" && r["transport"] == "in-process" && r["era"] == "modern"),
+        "{rows}"
+    );
+}
