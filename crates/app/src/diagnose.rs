@@ -142,10 +142,15 @@ impl Env {
         input.insert("image".into(), json!(format!("{}/blobs/{}", self.base_url, blob.sha256)));
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let draw = opts.progress;
+        let total = flow.nodes().len();
         let painter = tokio::spawn(async move {
+            let mut done = 0;
             while let Some(ev) = rx.recv().await {
+                if matches!(ev, RunEvent::NodeFinished { .. }) {
+                    done += 1;
+                }
                 if draw {
-                    render_event(&ev);
+                    render_event(&ev, done, total);
                 }
             }
         });
@@ -164,10 +169,19 @@ impl Env {
     }
 }
 
-fn render_event(ev: &RunEvent) {
+/// A run-level progress bar: `[######......] 1/3`.
+fn run_bar(done: usize, total: usize) -> String {
+    const WIDTH: usize = 12;
+    let filled = if total == 0 { WIDTH } else { done.min(total) * WIDTH / total };
+    format!("[{}{}] {done}/{total}", "#".repeat(filled), ".".repeat(WIDTH - filled))
+}
+
+fn render_event(ev: &RunEvent, done: usize, total: usize) {
     let mut err = std::io::stderr().lock();
     let _ = match ev {
-        RunEvent::NodeStarted { node, tool, .. } => writeln!(err, "▶ {node:<10} {tool}"),
+        RunEvent::NodeStarted { node, tool, .. } => {
+            writeln!(err, "{} {node:<10} {tool} …", run_bar(done, total))
+        }
         RunEvent::NodeProgress { node, progress, total, message, .. } => {
             let bar = total.filter(|t| *t > 0.0).map(|t| {
                 let filled = ((progress / t).clamp(0.0, 1.0) * 20.0).round() as usize;
@@ -185,7 +199,8 @@ fn render_event(ev: &RunEvent) {
             match v.get("type").and_then(Value::as_str) {
                 Some("node_finished") => writeln!(
                     err,
-                    "✔ {:<10} {} in {} ms",
+                    "{} {:<10} {} in {} ms",
+                    run_bar(done, total),
                     v["node"].as_str().unwrap_or("?"),
                     v["outcome"].as_str().unwrap_or("?"),
                     v["latency_ms"].as_u64().map_or_else(|| v["latency_ms"].to_string(), |n| n.to_string())
