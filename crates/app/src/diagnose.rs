@@ -172,7 +172,7 @@ impl Env {
 /// A run-level progress bar: `[######......] 1/3`.
 fn run_bar(done: usize, total: usize) -> String {
     const WIDTH: usize = 12;
-    let filled = if total == 0 { WIDTH } else { done.min(total) * WIDTH / total };
+    let filled = (done.min(total) * WIDTH).checked_div(total).unwrap_or(WIDTH);
     format!("[{}{}] {done}/{total}", "#".repeat(filled), ".".repeat(WIDTH - filled))
 }
 
