@@ -93,6 +93,7 @@ impl Env {
         let app = crate::http::router(crate::http::HttpState {
             blobs: blobs.clone(),
             registry: Some(registry.clone()),
+            endpoint: Default::default(),
         });
         tokio::spawn(crate::http::serve(listener, app, cancel.child_token()));
         Ok(Env { registry, store, blobs, base_url, cancel })

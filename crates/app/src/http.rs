@@ -1,14 +1,14 @@
-//! The router's HTTP listener: blobs, health and the read-only server list.
+//! The router's HTTP listener: the MCP endpoint, blobs, health and the read-only server list.
 //!
 //! `fn router(state)` builds the axum app so tests can call it without a socket; the
-//! MCP endpoint and the admin API join this listener in later issues.
+//! MCP endpoint (`/mcp`, see [`crate::endpoint`]) lives here too; the admin API joins later.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util_compat::StreamAdapter;
@@ -17,14 +17,17 @@ use switchboard_router::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::blobs::{BlobError, BlobStore};
+use crate::endpoint::{self, EndpointConfig};
 
 /// Shared state of the listener.
 #[derive(Clone)]
 pub struct HttpState {
     /// Uploaded inputs.
     pub blobs: BlobStore,
-    /// The registry, for `/api/servers`.
+    /// The registry, for `/api/servers` and `/mcp`.
     pub registry: Option<Registry>,
+    /// The MCP endpoint's settings.
+    pub endpoint: Arc<EndpointConfig>,
 }
 
 fn error(status: StatusCode, message: String) -> Response {
@@ -76,6 +79,14 @@ pub fn router(state: HttpState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/blobs/{id}", get(get_blob))
         .route("/blobs", post(put_blob).layer(DefaultBodyLimit::max(limit)))
+        .route(
+            "/mcp",
+            post(|State(s): State<Arc<HttpState>>, headers: HeaderMap, body: Body| async move {
+                endpoint::post(s.registry.clone(), s.endpoint.clone(), headers, body).await
+            })
+            .get(endpoint::not_allowed)
+            .delete(endpoint::not_allowed),
+        )
         .route(
             "/api/servers",
             get(|State(s): State<Arc<HttpState>>| async move {

@@ -8,6 +8,7 @@ pub mod blobs;
 pub mod builtins;
 pub mod config;
 pub mod diagnose;
+pub mod endpoint;
 pub mod http;
 pub mod invoker;
 pub mod probe;

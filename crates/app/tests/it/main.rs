@@ -5,6 +5,7 @@
 mod cli;
 mod conformance;
 mod diagnose;
+mod endpoint;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,250 @@
+//! The federated `/mcp` endpoint (2026-07-28) in front of two in-process fixtures: `alpha`
+//! (both eras, reached as modern) and `beta` (legacy only); their shared tools are prefixed.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_app::blobs::BlobStore;
+use switchboard_app::http::{HttpState, router, serve};
+use switchboard_fixtures::Fixture;
+use switchboard_fixtures::config::{Era, FixtureConfig, TransportKind};
+use switchboard_router::config::{ServerToml, spec_from_toml};
+use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+const VERSION: &str = "2026-07-28";
+
+struct Env {
+    url: String,
+    http: reqwest::Client,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+    _registry: Registry,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn fixture(era: Era, stop: &CancellationToken) -> String {
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = era;
+    let f = Fixture::bind(cfg).await.unwrap();
+    let url = f.url().unwrap();
+    let s = stop.clone();
+    tokio::spawn(async move { f.serve(s).await });
+    url
+}
+
+async fn start() -> Env {
+    let stop = CancellationToken::new();
+    let alpha = fixture(Era::Both, &stop).await;
+    let beta = fixture(Era::Legacy, &stop).await;
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(1000),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    for (name, url) in [("alpha", alpha), ("beta", beta)] {
+        let spec = spec_from_toml(name, ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+        registry.add(spec).await.unwrap();
+    }
+    for name in ["alpha", "beta"] {
+        registry.wait_for(name, ServerState::Ready, Duration::from_secs(30)).await.expect(name);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let app = router(HttpState { blobs, registry: Some(registry.clone()), endpoint: Default::default() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(serve(listener, app, stop.child_token()));
+    Env { url, http: reqwest::Client::new(), stop, _dir: dir, _registry: registry }
+}
+
+fn request(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+impl Env {
+    /// POSTs `body` with the headers a correct client sends.
+    async fn post(&self, body: &Value) -> reqwest::Response {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", VERSION)
+            .header("Mcp-Method", body["method"].as_str().unwrap());
+        if let Some(n) = body["params"]["name"].as_str().or(body["params"]["uri"].as_str()) {
+            req = req.header("Mcp-Name", n);
+        }
+        req.json(body).send().await.unwrap()
+    }
+
+    async fn call(&self, body: &Value) -> (u16, Value) {
+        let r = self.post(body).await;
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap())
+    }
+}
+
+/// The JSON messages of an SSE body.
+fn sse_messages(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn discover_and_list_federate_both_servers() {
+    let env = start().await;
+    let (status, r) = env.call(&request(1, "server/discover", json!({}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["id"], 1);
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["supportedVersions"], json!([VERSION]));
+    assert_eq!(r["result"]["capabilities"]["tools"]["listChanged"], true);
+    assert_eq!(r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "switchboard");
+    assert!(r["result"]["ttlMs"].is_u64());
+
+    let (status, r) = env.call(&request(2, "tools/list", json!({}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "complete");
+    let names: Vec<&str> =
+        r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"alpha__echo"), "{names:?}");
+    assert!(names.contains(&"beta__echo"), "{names:?}");
+    assert!(!names.contains(&"echo"), "{names:?}");
+
+    let (_, r) = env.call(&request(3, "tools/list", json!({"cursor": "not a cursor"}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+#[tokio::test]
+async fn calls_reach_their_own_upstream_including_the_legacy_one() {
+    let env = start().await;
+    for (id, name) in [(1, "alpha__echo"), (2, "beta__echo")] {
+        let body =
+            request(id, "tools/call", json!({"name": name, "arguments": {"text": format!("hi {name}")}}));
+        let (status, r) = env.call(&body).await;
+        assert_eq!(status, 200, "{r}");
+        assert_eq!(r["id"], id, "{r}");
+        assert_eq!(r["result"]["structuredContent"]["text"], format!("hi {name}"), "{r}");
+    }
+    let (_, r) = env.call(&request(3, "tools/call", json!({"name": "nope", "arguments": {}}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("nope"), "{r}");
+    let (_, r) =
+        env.call(&request(4, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": 5}}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("arguments/text"), "{r}");
+}
+
+#[tokio::test]
+async fn slow_call_streams_progress_then_the_result() {
+    let env = start().await;
+    let body = request(
+        7,
+        "tools/call",
+        json!({"name": "alpha__slow", "arguments": {"ms": 300, "steps": 3}, "_meta": {"progressToken": "tok"}}),
+    );
+    let r = env.post(&body).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert_eq!(r.headers()["x-accel-buffering"], "no");
+    let msgs = sse_messages(&r.text().await.unwrap());
+    let progress: Vec<&Value> = msgs.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "{msgs:?}");
+    assert_eq!(progress[0]["params"]["progressToken"], "tok", "{msgs:?}");
+    let last = msgs.last().unwrap();
+    assert_eq!(last["id"], 7, "{msgs:?}");
+    assert!(last["result"].is_object(), "{msgs:?}");
+}
+
+#[tokio::test]
+async fn input_errors() {
+    let env = start().await;
+    // 10 MiB body → 413 naming the limit; the endpoint keeps serving.
+    let big = vec![b' '; 10 * 1024 * 1024];
+    let r =
+        env.http.post(&env.url).header("content-type", "application/json").body(big).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(&(4 * 1024 * 1024).to_string()) && msg.contains("MiB"), "{msg}");
+    let (status, _) = env.call(&request(1, "server/discover", json!({}))).await;
+    assert_eq!(status, 200);
+
+    // Forged Origin → 403.
+    let r = env
+        .http
+        .post(&env.url)
+        .header("Origin", "http://evil.example")
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Mcp-Method", "server/discover")
+        .json(&request(2, "server/discover", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    // Header mismatch → 400 -32020.
+    let r = env
+        .http
+        .post(&env.url)
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Mcp-Method", "tools/list")
+        .json(&request(3, "server/discover", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32020, "{v}");
+    assert_eq!(v["id"], 3);
+
+    // Invalid JSON → 400 -32700.
+    let r = env.http.post(&env.url).body("{not json").send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+
+    // Unsupported version → -32022 with supported/requested.
+    let mut body = request(4, "server/discover", json!({}));
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let r = env
+        .http
+        .post(&env.url)
+        .header("MCP-Protocol-Version", "2099-01-01")
+        .header("Mcp-Method", "server/discover")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32022, "{v}");
+    assert_eq!(v["error"]["data"]["requested"], "2099-01-01");
+
+    // Unknown method → 404 -32601; legacy → 400 -32600; notification → 202; GET → 405.
+    let (status, v) = env.call(&request(5, "bogus/method", json!({}))).await;
+    assert_eq!((status, v["error"]["code"].clone()), (404, json!(-32601)), "{v}");
+    let legacy = json!({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {}});
+    let r = env.http.post(&env.url).json(&legacy).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32600);
+    assert!(v["error"]["message"].as_str().unwrap().contains("legacy"), "{v}");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = env.http.post(&env.url).json(&note).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let r = env.http.get(&env.url).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+}
