@@ -1,10 +1,12 @@
 //! The federated `/mcp` endpoint (2026-07-28) in front of two in-process fixtures: `alpha`
 //! (both eras, reached as modern) and `beta` (legacy only); their shared tools are prefixed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_app::blobs::BlobStore;
+use switchboard_app::endpoint::EndpointConfig;
 use switchboard_app::http::{HttpState, router, serve};
 use switchboard_fixtures::Fixture;
 use switchboard_fixtures::config::{Era, FixtureConfig, TransportKind};
@@ -40,6 +42,10 @@ async fn fixture(era: Era, stop: &CancellationToken) -> String {
 }
 
 async fn start() -> Env {
+    start_with(EndpointConfig::default()).await
+}
+
+async fn start_with(endpoint: EndpointConfig) -> Env {
     let stop = CancellationToken::new();
     let alpha = fixture(Era::Both, &stop).await;
     let beta = fixture(Era::Legacy, &stop).await;
@@ -59,7 +65,7 @@ async fn start() -> Env {
     }
     let dir = tempfile::tempdir().unwrap();
     let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
-    let app = router(HttpState { blobs, registry: Some(registry.clone()), endpoint: Default::default() });
+    let app = router(HttpState { blobs, registry: Some(registry.clone()), endpoint: Arc::new(endpoint) });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, app, stop.child_token()));
@@ -166,6 +172,65 @@ async fn slow_call_streams_progress_then_the_result() {
     let last = msgs.last().unwrap();
     assert_eq!(last["id"], 7, "{msgs:?}");
     assert!(last["result"].is_object(), "{msgs:?}");
+}
+
+#[tokio::test]
+async fn legacy_upstream_progress_prompts_and_resources() {
+    let env = start().await;
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "beta__slow", "arguments": {"ms": 300, "steps": 3}, "_meta": {"progressToken": 99}}),
+    );
+    let r = env.post(&body).await;
+    assert_eq!(r.status(), 200);
+    let msgs = sse_messages(&r.text().await.unwrap());
+    assert!(msgs.iter().any(|m| m["params"]["progressToken"] == 99), "{msgs:?}");
+    assert_eq!(msgs.last().unwrap()["id"], 1, "{msgs:?}");
+
+    let (status, r) = env
+        .call(&request(2, "prompts/get", json!({"name": "beta__greet", "arguments": {"name": "Ada"}})))
+        .await;
+    assert_eq!(status, 200, "{r}");
+    assert!(r["result"]["messages"].to_string().contains("Ada"), "{r}");
+
+    let (_, r) = env.call(&request(3, "resources/list", json!({}))).await;
+    assert!(r["result"]["resources"].as_array().unwrap().len() >= 2, "{r}");
+    let (status, r) = env.call(&request(4, "resources/read", json!({"uri": "fixture://readme"}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"]["contents"][0]["uri"], "fixture://readme", "{r}");
+    let (_, r) = env.call(&request(5, "resources/read", json!({"uri": "fixture://nope"}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+#[tokio::test]
+async fn tools_list_pages_with_opaque_cursors() {
+    let env = start_with(EndpointConfig { page_size: 3, ..EndpointConfig::default() }).await;
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 1..100 {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let (_, r) = env.call(&request(id, "tools/list", params)).await;
+        let page = r["result"]["tools"].as_array().unwrap();
+        assert!(page.len() <= 3, "{r}");
+        names.extend(page.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        match r["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let (_, all) = start().await.call(&request(1, "tools/list", json!({}))).await;
+    let expected: Vec<String> = all["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(expected.len() > 3);
+    assert_eq!(names, expected);
 }
 
 #[tokio::test]
