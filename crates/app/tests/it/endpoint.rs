@@ -21,6 +21,7 @@ struct Env {
     url: String,
     http: reqwest::Client,
     stop: CancellationToken,
+    frames: FrameBus,
     _dir: tempfile::TempDir,
     _registry: Registry,
 }
@@ -47,13 +48,14 @@ async fn start() -> Env {
 
 async fn start_with(endpoint: EndpointConfig) -> Env {
     let stop = CancellationToken::new();
+    let frames = FrameBus::new(10_000);
     let alpha = fixture(Era::Both, &stop).await;
     let beta = fixture(Era::Legacy, &stop).await;
     let registry = Registry::new(
         RegistryConfig::default(),
         None,
         EventBus::new(1000),
-        FrameBus::default(),
+        frames.clone(),
         stop.child_token(),
     );
     for (name, url) in [("alpha", alpha), ("beta", beta)] {
@@ -69,7 +71,7 @@ async fn start_with(endpoint: EndpointConfig) -> Env {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, app, stop.child_token()));
-    Env { url, http: reqwest::Client::new(), stop, _dir: dir, _registry: registry }
+    Env { url, http: reqwest::Client::new(), stop, frames, _dir: dir, _registry: registry }
 }
 
 fn request(id: u64, method: &str, mut params: Value) -> Value {
@@ -231,6 +233,33 @@ async fn tools_list_pages_with_opaque_cursors() {
         .collect();
     assert!(expected.len() > 3);
     assert_eq!(names, expected);
+}
+
+#[tokio::test]
+async fn closing_the_stream_cancels_upstream() {
+    let env = start().await;
+    let mut frames = env.frames.subscribe();
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "beta__slow", "arguments": {"ms": 60000, "steps": 600}, "_meta": {"progressToken": "c"}}),
+    );
+    let mut r = env.post(&body).await;
+    assert_eq!(r.status(), 200);
+    let chunk = r.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&chunk).contains("notifications/progress"));
+    drop(r);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match frames.recv().await {
+                Ok(f) if f.method.as_deref() == Some("notifications/cancelled") => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("frame bus: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the legacy upstream is sent notifications/cancelled");
 }
 
 #[tokio::test]
