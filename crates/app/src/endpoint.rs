@@ -249,6 +249,13 @@ impl Handler {
                 .with_data(json!({"supported": MODERN_VERSIONS, "requested": requested})),
             );
         }
+        if self.msg.meta().is_none_or(|m| !m.contains_key(meta::CLIENT_CAPABILITIES)) {
+            return self.error(
+                StatusCode::BAD_REQUEST,
+                error_code::INVALID_PARAMS,
+                format!("params._meta must carry {} ({{}} for none)", meta::CLIENT_CAPABILITIES),
+            );
+        }
         match method.as_str() {
             method::SERVER_DISCOVER => self.discover(),
             method::TOOLS_LIST => self.list_federated(true),

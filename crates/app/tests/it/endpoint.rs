@@ -22,6 +22,7 @@ struct Env {
     http: reqwest::Client,
     stop: CancellationToken,
     frames: FrameBus,
+    beta_stop: CancellationToken,
     _dir: tempfile::TempDir,
     _registry: Registry,
 }
@@ -33,12 +34,15 @@ impl Drop for Env {
 }
 
 async fn fixture(era: Era, stop: &CancellationToken) -> String {
+    fixture_until(era, stop.clone()).await
+}
+
+async fn fixture_until(era: Era, stop: CancellationToken) -> String {
     let mut cfg = FixtureConfig::new(TransportKind::Http);
     cfg.era = era;
     let f = Fixture::bind(cfg).await.unwrap();
     let url = f.url().unwrap();
-    let s = stop.clone();
-    tokio::spawn(async move { f.serve(s).await });
+    tokio::spawn(async move { f.serve(stop).await });
     url
 }
 
@@ -50,7 +54,8 @@ async fn start_with(endpoint: EndpointConfig) -> Env {
     let stop = CancellationToken::new();
     let frames = FrameBus::new(10_000);
     let alpha = fixture(Era::Both, &stop).await;
-    let beta = fixture(Era::Legacy, &stop).await;
+    let beta_stop = stop.child_token();
+    let beta = fixture_until(Era::Legacy, beta_stop.clone()).await;
     let registry = Registry::new(
         RegistryConfig::default(),
         None,
@@ -71,7 +76,7 @@ async fn start_with(endpoint: EndpointConfig) -> Env {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, app, stop.child_token()));
-    Env { url, http: reqwest::Client::new(), stop, frames, _dir: dir, _registry: registry }
+    Env { url, http: reqwest::Client::new(), stop, frames, beta_stop, _dir: dir, _registry: registry }
 }
 
 fn request(id: u64, method: &str, mut params: Value) -> Value {
@@ -263,6 +268,20 @@ async fn closing_the_stream_cancels_upstream() {
 }
 
 #[tokio::test]
+async fn a_dead_upstream_is_an_upstream_failure_naming_it() {
+    let env = start().await;
+    env.beta_stop.cancel();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, r) =
+        env.call(&request(1, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "x"}}))).await;
+    assert_eq!(r["error"]["code"], -32051, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("beta"), "{r}");
+    let (_, r) =
+        env.call(&request(2, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "y"}}))).await;
+    assert_eq!(r["result"]["structuredContent"]["text"], "y", "{r}");
+}
+
+#[tokio::test]
 async fn input_errors() {
     let env = start().await;
     // 10 MiB body → 413 naming the limit; the endpoint keeps serving.
@@ -326,6 +345,12 @@ async fn input_errors() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], -32022, "{v}");
     assert_eq!(v["error"]["data"]["requested"], "2099-01-01");
+
+    // Modern `_meta` without client capabilities → 400 -32602.
+    let mut body = request(8, "server/discover", json!({}));
+    body["params"]["_meta"].as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+    let (status, v) = env.call(&body).await;
+    assert_eq!((status, v["error"]["code"].clone()), (400, json!(-32602)), "{v}");
 
     // Unknown method → 404 -32601; legacy → 400 -32600; notification → 202; GET → 405.
     let (status, v) = env.call(&request(5, "bogus/method", json!({}))).await;
