@@ -53,6 +53,10 @@ enum Command {
         /// Extra mcp.json files (as desktop MCP clients write them) to import.
         #[arg(long = "mcp-json")]
         mcp_json: Vec<PathBuf>,
+        /// Serve the federated MCP endpoint (`/mcp`, 2026-07-28) and blobs on ADDR
+        /// (e.g. 127.0.0.1:7010; port 0 picks one and prints it).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
     },
     /// List registered servers and their state.
     Servers {
@@ -200,7 +204,7 @@ async fn run_server(
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { mcp_json } => {
+        Command::Serve { mcp_json, listen } => {
             init_tracing();
             let cfg = match config::load(cli.config.as_deref(), &mcp_json, cli.db.as_deref()) {
                 Ok(c) => c,
@@ -211,7 +215,7 @@ async fn main() -> ExitCode {
             };
             let cancel = CancellationToken::new();
             tokio::spawn(shutdown_signal(cancel.clone()));
-            match serve::run(cfg, cancel).await {
+            match serve::run(cfg, listen, cancel).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("switchboard: {e:#}");

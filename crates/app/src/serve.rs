@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
+
 use switchboard_router::{Event, EventBus, Registry};
 use switchboard_store::{Store, StoreConfig};
 use switchboard_transport::FrameBus;
@@ -55,14 +57,51 @@ pub async fn log_events(registry: Registry, cancel: CancellationToken) {
     }
 }
 
-/// Runs until `cancel` fires, then shuts down within a deadline.
-pub async fn run(config: AppConfig, cancel: CancellationToken) -> anyhow::Result<()> {
+/// Binds `addr` and serves the HTTP listener (the MCP endpoint at `/mcp`, blobs, health)
+/// until `cancel` fires; prints `listening on http://ADDR/mcp` once bound.
+async fn listen(
+    config: &AppConfig,
+    registry: &Registry,
+    addr: std::net::SocketAddr,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
+    let blob_dir = config.db_path.parent().unwrap_or(std::path::Path::new(".")).join("blobs");
+    let blobs = crate::blobs::BlobStore::open(blob_dir, crate::blobs::DEFAULT_MAX_BLOB)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the listener on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let app = crate::http::router(crate::http::HttpState {
+        blobs,
+        registry: Some(registry.clone()),
+        endpoint: Default::default(),
+    });
+    println!("listening on http://{bound}/mcp");
+    tracing::info!(%bound, "MCP endpoint listening");
+    tokio::spawn(async move {
+        if let Err(e) = crate::http::serve(listener, app, cancel).await {
+            tracing::error!(error = %e, "HTTP listener failed");
+        }
+    });
+    Ok(())
+}
+
+/// Runs until `cancel` fires, then shuts down within a deadline. With `addr`, also serves
+/// the HTTP listener there.
+pub async fn run(
+    config: AppConfig,
+    addr: Option<std::net::SocketAddr>,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
     tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), "starting switchboard");
     let (registry, store) = start(&config, cancel.child_token()).await?;
     let logger = tokio::spawn(log_events(registry.clone(), cancel.clone()));
+    if let Some(addr) = addr {
+        listen(&config, &registry, addr, cancel.child_token()).await?;
+    }
     cancel.cancelled().await;
     tracing::info!("shutting down");
     registry.shutdown(Duration::from_secs(5)).await;

@@ -17,14 +17,26 @@ use tokio_util::sync::CancellationToken;
 
 const VERSION: &str = "2026-07-28";
 
-struct Env {
+/// A downstream client of the endpoint.
+struct Mcp {
     url: String,
     http: reqwest::Client,
+}
+
+struct Env {
+    mcp: Mcp,
     stop: CancellationToken,
     frames: FrameBus,
     beta_stop: CancellationToken,
     _dir: tempfile::TempDir,
     _registry: Registry,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Mcp;
+    fn deref(&self) -> &Mcp {
+        &self.mcp
+    }
 }
 
 impl Drop for Env {
@@ -76,7 +88,14 @@ async fn start_with(endpoint: EndpointConfig) -> Env {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, app, stop.child_token()));
-    Env { url, http: reqwest::Client::new(), stop, frames, beta_stop, _dir: dir, _registry: registry }
+    Env {
+        mcp: Mcp { url, http: reqwest::Client::new() },
+        stop,
+        frames,
+        beta_stop,
+        _dir: dir,
+        _registry: registry,
+    }
 }
 
 fn request(id: u64, method: &str, mut params: Value) -> Value {
@@ -85,7 +104,7 @@ fn request(id: u64, method: &str, mut params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-impl Env {
+impl Mcp {
     /// POSTs `body` with the headers a correct client sends.
     async fn post(&self, body: &Value) -> reqwest::Response {
         let mut req = self
@@ -366,4 +385,58 @@ async fn input_errors() {
     assert_eq!(r.status(), 202);
     let r = env.http.get(&env.url).send().await.unwrap();
     assert_eq!(r.status(), 405);
+}
+
+#[tokio::test]
+async fn serve_listen_exposes_the_endpoint() {
+    use tokio::io::AsyncBufReadExt;
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+    let upstream = fixture(Era::Both, &stop).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switchboard.toml");
+    std::fs::write(&cfg, format!("[servers.alpha]\nurl = {upstream:?}\n")).unwrap();
+    let db = dir.path().join("sb.db");
+    let mut child = tokio::process::Command::new(crate::switchboard())
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("serve printed its address");
+            if let Some(u) = line.strip_prefix("listening on ") {
+                return u.to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let env = Mcp { url, http: reqwest::Client::new() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, r) = env.call(&request(1, "tools/list", json!({}))).await;
+        assert_eq!(status, 200, "{r}");
+        if r["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "alpha never became ready: {r}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, r) = env
+        .call(&request(2, "tools/call", json!({"name": "echo", "arguments": {"text": "via serve"}})))
+        .await;
+    assert_eq!(r["result"]["structuredContent"]["text"], "via serve", "{r}");
+    child.kill().await.unwrap();
 }
