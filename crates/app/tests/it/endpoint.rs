@@ -290,9 +290,17 @@ async fn closing_the_stream_cancels_upstream() {
 async fn a_dead_upstream_is_an_upstream_failure_naming_it() {
     let env = start().await;
     env.beta_stop.cancel();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (_, r) =
-        env.call(&request(1, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "x"}}))).await;
+    // The fixture drains its connections before it is gone; poll instead of guessing a delay.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let r = loop {
+        let (_, r) = env
+            .call(&request(1, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "x"}})))
+            .await;
+        if r.get("error").is_some() || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(r["error"]["code"], -32051, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("beta"), "{r}");
     let (_, r) =
