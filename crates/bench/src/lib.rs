@@ -1,0 +1,359 @@
+//! endpoint-bench: measures `tools/call` latency (p50, p99, mean) and throughput through the
+//! router's federated `POST /mcp` endpoint against the same rmcp fixture upstream called
+//! directly, in one run, on loopback.
+//!
+//! [`run`] starts an in-process fixture (Streamable HTTP, 2026-07-28 stateless) and a router
+//! (a [`Registry`] with that fixture as its only upstream, plus the app's HTTP listener), both
+//! on `127.0.0.1:0`, then drives the "direct" and "router" phases with the same number of
+//! concurrent keep-alive clients and reports a [`Report`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use serde_json::{Value, json};
+use switchboard_app::blobs::BlobStore;
+use switchboard_app::endpoint::EndpointConfig;
+use switchboard_app::http::{HttpState, router, serve};
+use switchboard_fixtures::Fixture;
+use switchboard_fixtures::config::{FixtureConfig, TransportKind};
+use switchboard_router::config::{ServerToml, spec_from_toml};
+use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+/// The protocol version both phases speak.
+pub const VERSION: &str = "2026-07-28";
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Measured requests per phase.
+    pub requests: usize,
+    /// Concurrent clients per phase.
+    pub concurrency: usize,
+    /// Unmeasured requests per phase before measuring.
+    pub warmup: usize,
+    /// Wall-clock guard for the whole run; phases stop early when it passes.
+    pub max_duration: Duration,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        Self { requests: 5000, concurrency: 32, warmup: 200, max_duration: Duration::from_secs(120) }
+    }
+}
+
+/// The figures of one phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseStats {
+    /// Measured requests issued.
+    pub requests: usize,
+    /// Of those, the ones answered 200 with a `result` echoing the text.
+    pub ok: usize,
+    /// Median latency in µs.
+    pub p50_us: f64,
+    /// 99th percentile latency in µs.
+    pub p99_us: f64,
+    /// Mean latency in µs.
+    pub mean_us: f64,
+    /// Completed requests per second over the measured phase.
+    pub requests_per_sec: f64,
+}
+
+/// The result of a run: both phases and their difference.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Concurrent clients used.
+    pub concurrency: usize,
+    /// The upstream called directly.
+    pub direct: PhaseStats,
+    /// The same upstream through the router.
+    pub router: PhaseStats,
+    /// router p50 − direct p50, µs.
+    pub added_p50_us: f64,
+    /// router p99 − direct p99, µs.
+    pub added_p99_us: f64,
+    /// router req/s ÷ direct req/s.
+    pub throughput_ratio: f64,
+    /// True when the `max_duration` guard cut a phase short.
+    pub truncated: bool,
+}
+
+impl Report {
+    /// A plain-text table of the figures.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "{:<8} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}\n",
+            "phase", "requests", "ok", "p50 µs", "p99 µs", "mean µs", "req/s"
+        );
+        for (name, p) in [("direct", &self.direct), ("router", &self.router)] {
+            s.push_str(&format!(
+                "{:<8} {:>9} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>12.1}\n",
+                name, p.requests, p.ok, p.p50_us, p.p99_us, p.mean_us, p.requests_per_sec
+            ));
+        }
+        s.push_str(&format!(
+            "added p50: {:.1} µs, added p99: {:.1} µs, throughput router/direct: {:.3} (concurrency {}){}\n",
+            self.added_p50_us,
+            self.added_p99_us,
+            self.throughput_ratio,
+            self.concurrency,
+            if self.truncated { " [truncated by --max-seconds]" } else { "" }
+        ));
+        s
+    }
+}
+
+/// One phase's target: the endpoint URL and the tool name it knows `echo` by.
+#[derive(Clone)]
+struct Target {
+    url: String,
+    tool: Arc<str>,
+}
+
+/// Runs both phases against a fresh fixture and router, then shuts them down.
+pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
+    if cfg.concurrency == 0 || cfg.requests == 0 {
+        bail!("--requests and --concurrency must be at least 1");
+    }
+    let deadline = Instant::now() + cfg.max_duration;
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+
+    let fixture =
+        Fixture::bind(FixtureConfig::new(TransportKind::Http)).await.context("binding the fixture")?;
+    let fixture_url = fixture.url().context("the HTTP fixture has no URL")?;
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { fixture.serve(stop).await }
+    });
+
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(1000),
+        FrameBus::new(10_000),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml(
+        "fixture",
+        ServerToml { url: Some(fixture_url.clone()), ..Default::default() },
+        "bench",
+    )
+    .context("building the upstream spec")?;
+    registry.add(spec).await.context("registering the upstream")?;
+    registry
+        .wait_for("fixture", ServerState::Ready, Duration::from_secs(30))
+        .await
+        .context("the upstream did not become ready")?;
+    let dir = tempfile::tempdir().context("creating a blob directory")?;
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).context("opening the blob store")?;
+    let app = router(HttpState {
+        blobs,
+        registry: Some(registry.clone()),
+        endpoint: Arc::new(EndpointConfig::default()),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the router")?;
+    let router_url = format!("http://{}/mcp", listener.local_addr()?);
+    tokio::spawn(serve(listener, app, stop.child_token()));
+
+    let http = client(cfg.concurrency)?;
+    let router_tool = echo_name(&http, &router_url).await.context("finding echo through the router")?;
+
+    let direct = Target { url: fixture_url, tool: Arc::from("echo") };
+    let router = Target { url: router_url, tool: Arc::from(router_tool.as_str()) };
+    let (direct, t1) = phase(cfg, &direct, deadline).await?;
+    let (router, t2) = phase(cfg, &router, deadline).await?;
+    stop.cancel();
+    drop(registry);
+
+    Ok(Report {
+        concurrency: cfg.concurrency,
+        added_p50_us: router.p50_us - direct.p50_us,
+        added_p99_us: router.p99_us - direct.p99_us,
+        throughput_ratio: if direct.requests_per_sec > 0.0 {
+            router.requests_per_sec / direct.requests_per_sec
+        } else {
+            0.0
+        },
+        direct,
+        router,
+        truncated: t1 || t2,
+    })
+}
+
+/// A keep-alive client with room for `concurrency` idle connections per host.
+fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(30))
+        .build()?)
+}
+
+fn request(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// POSTs one request with the headers a correct 2026-07-28 client sends; returns the JSON-RPC
+/// response (from a JSON body or the last message of an SSE body).
+async fn post(http: &reqwest::Client, url: &str, body: &Value, name: Option<&str>) -> anyhow::Result<Value> {
+    let method = body["method"].as_str().unwrap_or_default();
+    let mut req = http
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Mcp-Method", method);
+    if let Some(n) = name {
+        req = req.header("Mcp-Name", n);
+    }
+    let r = req.json(body).send().await?;
+    let status = r.status();
+    let text = r.text().await?;
+    if !status.is_success() {
+        bail!("HTTP {status}: {text}");
+    }
+    parse_body(&text)
+}
+
+fn parse_body(text: &str) -> anyhow::Result<Value> {
+    let t = text.trim_start();
+    if t.starts_with('{') {
+        return Ok(serde_json::from_str(t)?);
+    }
+    let last = t
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|v| v.get("id").is_some());
+    last.context("no JSON-RPC response in the body")
+}
+
+/// The name the router exposes the fixture's `echo` tool under.
+async fn echo_name(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
+    let r = post(http, url, &request(0, "tools/list", json!({})), None).await?;
+    let tools = r["result"]["tools"].as_array().context("tools/list returned no tools")?;
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .find(|n| *n == "echo" || n.ends_with("__echo"))
+        .map(str::to_owned)
+        .with_context(|| format!("no echo tool in {r}"))
+}
+
+/// One `tools/call echo {text:"x"}`; true when answered with the echoed text.
+async fn call_echo(http: &reqwest::Client, target: &Target, id: u64) -> bool {
+    let body = request(id, "tools/call", json!({"name": &*target.tool, "arguments": {"text": "x"}}));
+    match post(http, &target.url, &body, Some(&target.tool)).await {
+        Ok(r) => r["id"] == id && r.get("result").is_some() && r["result"]["isError"] != true,
+        Err(_) => false,
+    }
+}
+
+/// Warms up, then issues `cfg.requests` calls from `cfg.concurrency` clients sharing one
+/// keep-alive pool. Returns the stats and whether the deadline cut it short.
+async fn phase(cfg: &BenchConfig, target: &Target, deadline: Instant) -> anyhow::Result<(PhaseStats, bool)> {
+    let http = client(cfg.concurrency)?;
+    let (_, _, _) = drive(&http, target, cfg.warmup, cfg.concurrency, deadline, 1_000_000).await;
+    let started = Instant::now();
+    let (mut lat, ok, truncated) = drive(&http, target, cfg.requests, cfg.concurrency, deadline, 1).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let n = lat.len();
+    let mean = if n == 0 { 0.0 } else { lat.iter().map(|d| d.as_secs_f64()).sum::<f64>() / n as f64 * 1e6 };
+    Ok((
+        PhaseStats {
+            requests: n,
+            ok,
+            p50_us: percentile(&lat, 0.50),
+            p99_us: percentile(&lat, 0.99),
+            mean_us: mean,
+            requests_per_sec: if elapsed > 0.0 { n as f64 / elapsed } else { 0.0 },
+        },
+        truncated,
+    ))
+}
+
+/// Nearest-rank percentile of sorted latencies, in µs.
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1e6
+}
+
+/// `total` calls shared out among `concurrency` workers; returns latencies, successes and
+/// whether the deadline stopped it early.
+async fn drive(
+    http: &reqwest::Client,
+    target: &Target,
+    total: usize,
+    concurrency: usize,
+    deadline: Instant,
+    first_id: u64,
+) -> (Vec<Duration>, usize, bool) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.min(total.max(1)) {
+        let (http, target, next) = (http.clone(), target.clone(), next.clone());
+        workers.spawn(async move {
+            let mut lat = Vec::new();
+            let mut ok = 0usize;
+            let mut cut = false;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    cut = true;
+                    break;
+                }
+                let t = Instant::now();
+                let good = call_echo(&http, &target, first_id + i as u64).await;
+                lat.push(t.elapsed());
+                ok += usize::from(good);
+            }
+            (lat, ok, cut)
+        });
+    }
+    let mut all = Vec::with_capacity(total);
+    let (mut ok, mut cut) = (0, false);
+    while let Some(r) = workers.join_next().await {
+        if let Ok((l, o, c)) = r {
+            all.extend(l);
+            ok += o;
+            cut |= c;
+        }
+    }
+    (all, ok, cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<Duration> = (1..=100).map(Duration::from_micros).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn sse_bodies_yield_the_response() {
+        let r = parse_body("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n")
+            .expect("parsed");
+        assert_eq!(r["id"], 3);
+    }
+}

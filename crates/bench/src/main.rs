@@ -1,0 +1,46 @@
+//! `endpoint-bench`: `tools/call` latency and throughput through the router versus direct.
+
+use std::time::Duration;
+
+use clap::Parser;
+use switchboard_bench::{BenchConfig, run};
+
+/// Measures `tools/call echo` p50/p99/mean latency and throughput against an rmcp fixture
+/// directly and through the router's `/mcp` endpoint, on loopback.
+#[derive(Parser, Debug)]
+#[command(name = "endpoint-bench")]
+struct Args {
+    /// Measured requests per phase.
+    #[arg(long, default_value_t = 5000)]
+    requests: usize,
+    /// Concurrent keep-alive clients.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Unmeasured warm-up requests per phase.
+    #[arg(long, default_value_t = 200)]
+    warmup: usize,
+    /// Stop the whole run after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    max_seconds: u64,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let cfg = BenchConfig {
+        requests: args.requests,
+        concurrency: args.concurrency,
+        warmup: args.warmup,
+        max_duration: Duration::from_secs(args.max_seconds),
+    };
+    let report = tokio::time::timeout(cfg.max_duration + Duration::from_secs(30), run(&cfg)).await??;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
