@@ -4,12 +4,18 @@
 //! the federation of the ready servers' catalogs, calls are forwarded as raw JSON with
 //! only the name rewritten, and interim progress/log notifications are relayed over an
 //! SSE response that ends with the upstream's response. Closing that stream drops the
-//! upstream [`Exchange`], which cancels the request upstream. Legacy (2025-11-25)
-//! sessions are not served yet.
+//! upstream [`Exchange`], which cancels the request upstream.
+//!
+//! 2025-11-25 (legacy) clients are served on the same endpoint: `initialize` answers with
+//! an `Mcp-Session-Id` that is self-contained and sealed (see [`crate::session`]), so any
+//! instance sharing [`EndpointConfig::session_key`] can serve the session; later requests
+//! reuse the modern handlers. `DELETE` ends a session (revocation is per instance). There
+//! is no standalone server stream: `GET /mcp` is always 405, with or without a session.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -22,7 +28,12 @@ use serde_json::{Map, Value, json};
 use switchboard_router::federation::{FederationConfig, federate};
 use switchboard_router::{Registry, ServerState};
 use switchboard_transport::Exchange;
-use switchboard_wire::{Era, ErrorObject, Id, MODERN_VERSIONS, Message, error_code, headers, meta, method};
+use switchboard_wire::{
+    Era, ErrorObject, Id, MODERN_VERSIONS, Message, error_code, headers, meta, method,
+    negotiate_legacy_version,
+};
+
+use crate::session::{Refused, Revocations, Session, SessionKey};
 
 /// Default largest request body.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -40,6 +51,12 @@ pub struct EndpointConfig {
     pub ttl_ms: u64,
     /// Federation of tool and prompt names.
     pub federation: FederationConfig,
+    /// Key sealing 2025-11-25 session ids; instances sharing it share sessions.
+    pub session_key: SessionKey,
+    /// Longest life of a 2025-11-25 session id.
+    pub session_max_age: Duration,
+    /// Session ids ended (`DELETE`) on this instance.
+    pub revocations: Revocations,
 }
 
 impl Default for EndpointConfig {
@@ -50,6 +67,9 @@ impl Default for EndpointConfig {
             page_size: 100,
             ttl_ms: 60_000,
             federation: FederationConfig::default(),
+            session_key: SessionKey::random(),
+            session_max_age: Duration::from_secs(24 * 3600),
+            revocations: Revocations::default(),
         }
     }
 }
@@ -84,9 +104,166 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "[::1]")
 }
 
-/// `GET`/`DELETE /mcp`: there are no sessions or standalone streams in 2026-07-28.
+/// `GET /mcp`: the router offers no standalone server stream, in either era (a
+/// 2025-11-25 server may answer 405 here); a valid session changes nothing.
 pub async fn not_allowed() -> Response {
-    (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response()
+    (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST, DELETE")]).into_response()
+}
+
+fn session_header(request_headers: &HeaderMap) -> Option<String> {
+    request_headers.get(headers::SESSION_ID).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+/// Opens a session id; the error says why it was refused.
+fn open_session(config: &EndpointConfig, sid: &str) -> Result<Session, &'static str> {
+    if config.revocations.is_ended(sid) {
+        return Err("it was ended");
+    }
+    Session::open(sid, &config.session_key, config.session_max_age).map_err(|r| match r {
+        Refused::Invalid => "unknown or tampered session id",
+        Refused::Expired => "the session expired",
+        Refused::Ended => "it was ended",
+    })
+}
+
+/// The 404 a client answers by initializing a new session.
+fn session_not_found(id: Option<Id>, why: &str) -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        id,
+        ErrorObject::new(error_code::INVALID_REQUEST, format!("Session not found: {why}")),
+    )
+}
+
+fn missing_session(id: Option<Id>) -> Response {
+    error_response(
+        StatusCode::BAD_REQUEST,
+        id,
+        ErrorObject::new(
+            error_code::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+        ),
+    )
+}
+
+/// `DELETE /mcp`: ends a 2025-11-25 session on this instance.
+pub async fn delete(config: Arc<EndpointConfig>, request_headers: HeaderMap) -> Response {
+    let Some(sid) = session_header(&request_headers) else { return missing_session(None) };
+    let session = match open_session(&config, &sid) {
+        Ok(s) => s,
+        Err(why) => return session_not_found(None, why),
+    };
+    let max = u64::try_from(config.session_max_age.as_millis()).unwrap_or(u64::MAX);
+    config.revocations.end(&sid, session.created_at_ms.saturating_add(max));
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// Server capabilities from the ready upstreams.
+fn capabilities(registry: &Registry, with_logging: bool) -> Map<String, Value> {
+    let catalogs = ready_catalogs(registry);
+    let mut capabilities = Map::new();
+    if catalogs.values().any(|c| !c.tools.is_empty()) {
+        capabilities.insert("tools".into(), json!({"listChanged": true}));
+    }
+    if catalogs.values().any(|c| !c.resources.is_empty()) {
+        capabilities.insert("resources".into(), json!({}));
+    }
+    if catalogs.values().any(|c| !c.prompts.is_empty()) {
+        capabilities.insert("prompts".into(), json!({}));
+    }
+    let logging = || {
+        catalogs.keys().any(|name| {
+            registry
+                .entry(name)
+                .and_then(|e| e.client())
+                .is_some_and(|c| c.handshake().server_capabilities.get("logging").is_some())
+        })
+    };
+    if with_logging && logging() {
+        capabilities.insert("logging".into(), json!({}));
+    }
+    capabilities
+}
+
+/// A 2025-11-25 message: `initialize`, or anything carrying a session id.
+async fn legacy(
+    registry: Option<Registry>,
+    config: Arc<EndpointConfig>,
+    request_headers: &HeaderMap,
+    msg: Message,
+) -> Response {
+    let id = msg.id();
+    if msg.method() == Some(method::INITIALIZE) {
+        if !msg.is_request() {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::new(error_code::INVALID_REQUEST, "initialize must be a request"),
+            );
+        }
+        return initialize(registry.as_ref(), &config, &msg);
+    }
+    let Some(sid) = session_header(request_headers) else { return missing_session(id) };
+    let session = match open_session(&config, &sid) {
+        Ok(s) => s,
+        Err(why) => return session_not_found(id, why),
+    };
+    if let Some(h) = request_headers.get(headers::PROTOCOL_VERSION)
+        && h.as_bytes() != session.version.as_bytes()
+    {
+        let shown = String::from_utf8_lossy(h.as_bytes()).into_owned();
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            id,
+            ErrorObject::new(
+                error_code::INVALID_REQUEST,
+                format!(
+                    "Bad Request: MCP-Protocol-Version {shown:?} does not match the session's version {:?}",
+                    session.version
+                ),
+            ),
+        );
+    }
+    if !msg.is_request() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let method = msg.method().unwrap_or_default().to_owned();
+    let Some(registry) = registry else {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            id,
+            ErrorObject::new(error_code::NO_UPSTREAM, "no registry: this listener routes no servers"),
+        );
+    };
+    let handler = Handler { registry, config, msg, id };
+    match method.as_str() {
+        method::PING | method::LOGGING_SET_LEVEL => handler.result(json!({})),
+        _ => handler.dispatch(&method).await,
+    }
+}
+
+fn initialize(registry: Option<&Registry>, config: &EndpointConfig, msg: &Message) -> Response {
+    let params = msg.params().cloned().unwrap_or_default();
+    let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+    let version = negotiate_legacy_version(requested);
+    let session = Session::new(
+        version,
+        params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+        params.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
+    );
+    let sid = session.seal(&config.session_key);
+    let caps = registry.map(|r| capabilities(r, true)).unwrap_or_default();
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": caps,
+        "serverInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
+    });
+    let Some(id) = msg.id() else { return StatusCode::ACCEPTED.into_response() };
+    let mut resp = json_response(StatusCode::OK, &Message::response(id, result));
+    if let Ok(v) = HeaderValue::from_str(&sid) {
+        resp.headers_mut().insert(headers::SESSION_ID, v);
+    }
+    resp
 }
 
 /// `POST /mcp`.
@@ -152,21 +329,16 @@ pub async fn post(
         Ok(m) => m,
         Err(e) => return json_response(StatusCode::BAD_REQUEST, &e.to_response()),
     };
+    let is_legacy = msg.method() == Some(method::INITIALIZE)
+        || request_headers.contains_key(headers::SESSION_ID)
+        || (msg.is_request() && msg.protocol_version().is_none());
+    if is_legacy {
+        return legacy(registry, config, &request_headers, msg).await;
+    }
     if msg.is_notification() || msg.is_response() {
         return StatusCode::ACCEPTED.into_response();
     }
     let id = msg.id();
-    if msg.protocol_version().is_none() || msg.method() == Some(method::INITIALIZE) {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            id,
-            ErrorObject::new(
-                error_code::INVALID_REQUEST,
-                "legacy (2025-11-25) sessions are not served yet: send a 2026-07-28 request with params._meta \
-                 (io.modelcontextprotocol/protocolVersion and clientCapabilities)",
-            ),
-        );
-    }
     let Some(registry) = registry else {
         return error_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -256,12 +428,17 @@ impl Handler {
                 format!("params._meta must carry {} ({{}} for none)", meta::CLIENT_CAPABILITIES),
             );
         }
-        match method.as_str() {
+        self.dispatch(&method).await
+    }
+
+    /// Answers a request whose headers and `_meta` were checked (or that belongs to a session).
+    async fn dispatch(self, method: &str) -> Response {
+        match method {
             method::SERVER_DISCOVER => self.discover(),
             method::TOOLS_LIST => self.list_federated(true),
             method::PROMPTS_LIST => self.list_federated(false),
             method::RESOURCES_LIST => self.list_resources(),
-            method::TOOLS_CALL | method::PROMPTS_GET => self.call(&method).await,
+            method::TOOLS_CALL | method::PROMPTS_GET => self.call(method).await,
             method::RESOURCES_READ => self.read_resource().await,
             other => self.error(
                 StatusCode::NOT_FOUND,
@@ -272,17 +449,7 @@ impl Handler {
     }
 
     fn discover(&self) -> Response {
-        let catalogs = ready_catalogs(&self.registry);
-        let mut capabilities = Map::new();
-        if catalogs.values().any(|c| !c.tools.is_empty()) {
-            capabilities.insert("tools".into(), json!({"listChanged": true}));
-        }
-        if catalogs.values().any(|c| !c.resources.is_empty()) {
-            capabilities.insert("resources".into(), json!({}));
-        }
-        if catalogs.values().any(|c| !c.prompts.is_empty()) {
-            capabilities.insert("prompts".into(), json!({}));
-        }
+        let capabilities = capabilities(&self.registry, false);
         self.result(json!({
             "resultType": "complete",
             "supportedVersions": MODERN_VERSIONS,

@@ -85,7 +85,9 @@ pub fn router(state: HttpState) -> Router {
                 endpoint::post(s.registry.clone(), s.endpoint.clone(), headers, body).await
             })
             .get(endpoint::not_allowed)
-            .delete(endpoint::not_allowed),
+            .delete(|State(s): State<Arc<HttpState>>, headers: HeaderMap| async move {
+                endpoint::delete(s.endpoint.clone(), headers).await
+            }),
         )
         .route(
             "/api/servers",

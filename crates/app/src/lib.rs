@@ -14,6 +14,7 @@ pub mod invoker;
 pub mod probe;
 pub mod serve;
 pub mod servers;
+pub mod session;
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {

@@ -379,15 +379,16 @@ async fn input_errors() {
     let (status, v) = env.call(&body).await;
     assert_eq!((status, v["error"]["code"].clone()), (400, json!(-32602)), "{v}");
 
-    // Unknown method → 404 -32601; legacy → 400 -32600; notification → 202; GET → 405.
+    // Unknown method → 404 -32601; legacy request without a session → 400 -32600;
+    // notification → 202; GET → 405.
     let (status, v) = env.call(&request(5, "bogus/method", json!({}))).await;
     assert_eq!((status, v["error"]["code"].clone()), (404, json!(-32601)), "{v}");
-    let legacy = json!({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {}});
+    let legacy = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {}});
     let r = env.http.post(&env.url).json(&legacy).send().await.unwrap();
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], -32600);
-    assert!(v["error"]["message"].as_str().unwrap().contains("legacy"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"), "{v}");
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let r = env.http.post(&env.url).json(&note).send().await.unwrap();
     assert_eq!(r.status(), 202);
@@ -447,4 +448,179 @@ async fn serve_listen_exposes_the_endpoint() {
         .await;
     assert_eq!(r["result"]["structuredContent"]["text"], "via serve", "{r}");
     child.kill().await.unwrap();
+}
+
+// ---- 2025-11-25 (legacy) sessions on the same endpoint ----
+
+const LEGACY: &str = "2025-11-25";
+
+fn legacy_request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+impl Mcp {
+    /// POSTs `body` as a 2025-11-25 client: session id and version headers when in a session.
+    async fn legacy_post(&self, sid: Option<&str>, body: &Value) -> reqwest::Response {
+        let mut req = self.http.post(&self.url).header("Accept", "application/json, text/event-stream");
+        if let Some(sid) = sid {
+            req = req.header("Mcp-Session-Id", sid).header("MCP-Protocol-Version", LEGACY);
+        }
+        req.json(body).send().await.unwrap()
+    }
+
+    /// Status and the final JSON-RPC message (plain JSON or the last SSE event).
+    async fn legacy_call(&self, sid: Option<&str>, body: &Value) -> (u16, Value) {
+        let r = self.legacy_post(sid, body).await;
+        let status = r.status().as_u16();
+        let sse = r
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or_default().starts_with("text/event-stream"));
+        let text = r.text().await.unwrap();
+        let v = if sse { sse_messages(&text).pop().unwrap() } else { serde_json::from_str(&text).unwrap() };
+        (status, v)
+    }
+
+    /// `initialize`; returns the session id.
+    async fn legacy_initialize(&self) -> String {
+        let body = legacy_request(
+            0,
+            "initialize",
+            json!({"protocolVersion": LEGACY, "capabilities": {"roots": {}}, "clientInfo": {"name": "legacy-test", "version": "1"}}),
+        );
+        let r = self.legacy_post(None, &body).await;
+        assert_eq!(r.status().as_u16(), 200);
+        let sid = r.headers().get("mcp-session-id").expect("Mcp-Session-Id").to_str().unwrap().to_owned();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["id"], 0, "{v}");
+        assert_eq!(v["result"]["protocolVersion"], LEGACY, "{v}");
+        assert_eq!(v["result"]["serverInfo"]["name"], "switchboard", "{v}");
+        assert_eq!(v["result"]["capabilities"]["tools"]["listChanged"], true, "{v}");
+        sid
+    }
+}
+
+#[tokio::test]
+async fn legacy_client_session_lifecycle() {
+    let env = start().await;
+    let sid = env.legacy_initialize().await;
+    let r =
+        env.legacy_post(Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(r.status().as_u16(), 202);
+    let (status, r) = env.legacy_call(Some(&sid), &legacy_request(1, "ping", json!({}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"], json!({}), "{r}");
+
+    let (status, r) = env.legacy_call(Some(&sid), &legacy_request(2, "tools/list", json!({}))).await;
+    assert_eq!(status, 200, "{r}");
+    let names: Vec<&str> =
+        r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"alpha__echo"), "{names:?}");
+    assert!(names.contains(&"beta__echo"), "{names:?}");
+
+    for (id, name) in [(3, "alpha__echo"), (4, "beta__echo")] {
+        let body = legacy_request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": {"text": format!("hi {name}")}}),
+        );
+        let (status, r) = env.legacy_call(Some(&sid), &body).await;
+        assert_eq!(status, 200, "{r}");
+        assert_eq!(r["id"], id, "{r}");
+        assert_eq!(r["result"]["structuredContent"]["text"], format!("hi {name}"), "{r}");
+    }
+
+    let r = env.http.delete(&env.url).header("Mcp-Session-Id", &sid).send().await.unwrap();
+    assert!(matches!(r.status().as_u16(), 200 | 204), "{}", r.status());
+    let (status, r) = env.legacy_call(Some(&sid), &legacy_request(5, "tools/list", json!({}))).await;
+    assert_eq!(status, 404, "{r}");
+    assert!(r["error"]["code"].is_i64(), "{r}");
+    // GET never opens a standalone stream, with or without a session.
+    let r = env.http.get(&env.url).header("Mcp-Session-Id", &sid).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+}
+
+#[tokio::test]
+async fn legacy_tampered_session_is_404() {
+    let env = start().await;
+    let sid = env.legacy_initialize().await;
+    let (body, tag) = sid.split_once('.').unwrap();
+    let mut chars: Vec<char> = body.chars().collect();
+    chars[3] = if chars[3] == 'A' { 'B' } else { 'A' };
+    let tampered = format!("{}.{tag}", chars.into_iter().collect::<String>());
+    for bad in [tampered.as_str(), "not-a-session"] {
+        let (status, r) = env.legacy_call(Some(bad), &legacy_request(1, "tools/list", json!({}))).await;
+        assert_eq!(status, 404, "{r}");
+        assert_eq!(r["jsonrpc"], "2.0", "{r}");
+        assert!(r["error"]["code"].is_i64(), "{r}");
+    }
+    let r = env.http.delete(&env.url).header("Mcp-Session-Id", "not-a-session").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+}
+
+#[tokio::test]
+async fn legacy_missing_session_is_400() {
+    let env = start().await;
+    let (status, r) = env.legacy_call(None, &legacy_request(1, "tools/list", json!({}))).await;
+    assert_eq!(status, 400, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"), "{r}");
+}
+
+#[tokio::test]
+async fn legacy_version_header_mismatch_is_400() {
+    let env = start().await;
+    let sid = env.legacy_initialize().await;
+    let r = env
+        .http
+        .post(&env.url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .json(&legacy_request(1, "tools/list", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    // Without the header the session's version applies.
+    let r = env
+        .http
+        .post(&env.url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .json(&legacy_request(2, "tools/list", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
+
+#[tokio::test]
+async fn legacy_session_is_served_by_a_second_instance_with_the_same_key() {
+    let first = EndpointConfig::default();
+    let key = first.session_key.clone();
+    let env = start_with(first).await;
+    let sid = env.legacy_initialize().await;
+
+    let mut served = Vec::new();
+    for same_key in [true, false] {
+        let mut cfg = EndpointConfig::default();
+        if same_key {
+            cfg.session_key = key.clone();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+        let app = router(HttpState { blobs, registry: Some(env._registry.clone()), endpoint: Arc::new(cfg) });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(serve(listener, app, env.stop.child_token()));
+        let second = Mcp { url, http: reqwest::Client::new() };
+        let body =
+            legacy_request(1, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "there"}}));
+        let (status, r) = second.legacy_call(Some(&sid), &body).await;
+        served.push((status, r));
+        drop(dir);
+    }
+    assert_eq!(served[0].0, 200, "{}", served[0].1);
+    assert_eq!(served[0].1["result"]["structuredContent"]["text"], "there", "{}", served[0].1);
+    assert_eq!(served[1].0, 404, "another key does not open the session: {}", served[1].1);
 }
