@@ -185,10 +185,10 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
     })
 }
 
-/// A keep-alive client with room for `concurrency` idle connections per host.
+/// A keep-alive client with room for the workers' connections plus those still draining.
 fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency)
+        .pool_max_idle_per_host(concurrency * 4)
         .tcp_nodelay(true)
         .timeout(Duration::from_secs(30))
         .build()?)
@@ -212,13 +212,33 @@ async fn post(http: &reqwest::Client, url: &str, body: &Value, name: Option<&str
     if let Some(n) = name {
         req = req.header("Mcp-Name", n);
     }
-    let r = req.json(body).send().await?;
+    let mut r = req.json(body).send().await?;
     let status = r.status();
-    let text = r.text().await?;
-    if !status.is_success() {
-        bail!("HTTP {status}: {text}");
+    let sse = r
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !status.is_success() || !sse {
+        let text = r.text().await?;
+        if !status.is_success() {
+            bail!("HTTP {status}: {text}");
+        }
+        return parse_body(&text);
     }
-    parse_body(&text)
+    // An SSE body: the response is there as soon as its event is complete. The end of the
+    // stream can trail it by a delayed-ACK round (the terminating chunk is a separate small
+    // write), so it is drained off the clock, as an MCP client would, keeping the connection
+    // for reuse.
+    let mut buf = Vec::new();
+    while let Some(chunk) = r.chunk().await? {
+        buf.extend_from_slice(&chunk);
+        let Some(end) = buf.windows(2).rposition(|w| w == b"\n\n") else { continue };
+        let Ok(found) = parse_body(&String::from_utf8_lossy(&buf[..end])) else { continue };
+        tokio::spawn(async move { while let Ok(Some(_)) = r.chunk().await {} });
+        return Ok(found);
+    }
+    parse_body(&String::from_utf8_lossy(&buf))
 }
 
 fn parse_body(text: &str) -> anyhow::Result<Value> {
