@@ -33,7 +33,9 @@ use switchboard_wire::{
     negotiate_legacy_version,
 };
 
-use crate::session::{Refused, Revocations, Session, SessionKey};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::{InFlight, InFlightGuard, Refused, Revocations, Session, SessionKey};
 
 /// Default largest request body.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -57,6 +59,8 @@ pub struct EndpointConfig {
     pub session_max_age: Duration,
     /// Session ids ended (`DELETE`) on this instance.
     pub revocations: Revocations,
+    /// Session requests in flight on this instance (for `notifications/cancelled`).
+    pub in_flight: InFlight,
 }
 
 impl Default for EndpointConfig {
@@ -70,6 +74,7 @@ impl Default for EndpointConfig {
             session_key: SessionKey::random(),
             session_max_age: Duration::from_secs(24 * 3600),
             revocations: Revocations::default(),
+            in_flight: InFlight::default(),
         }
     }
 }
@@ -225,6 +230,12 @@ async fn legacy(
         );
     }
     if !msg.is_request() {
+        // Cancels the request if it runs on this instance; elsewhere it is ignored.
+        if msg.method() == Some(method::NOTIFICATION_CANCELLED)
+            && let Some(request_id) = msg.params().and_then(|p| p.get("requestId"))
+        {
+            config.in_flight.cancel(&sid, request_id);
+        }
         return StatusCode::ACCEPTED.into_response();
     }
     let method = msg.method().unwrap_or_default().to_owned();
@@ -235,7 +246,8 @@ async fn legacy(
             ErrorObject::new(error_code::NO_UPSTREAM, "no registry: this listener routes no servers"),
         );
     };
-    let handler = Handler { registry, config, msg, id };
+    let (cancel, guard) = config.in_flight.register(&sid, &id.as_ref().map(Id::to_value).unwrap_or_default());
+    let handler = Handler { registry, config, msg, id, cancel, guard: Some(guard) };
     match method.as_str() {
         method::PING | method::LOGGING_SET_LEVEL => handler.result(json!({})),
         _ => handler.dispatch(&method).await,
@@ -346,7 +358,9 @@ pub async fn post(
             ErrorObject::new(error_code::NO_UPSTREAM, "no registry: this listener routes no servers"),
         );
     };
-    Handler { registry, config, msg, id }.handle(&request_headers).await
+    Handler { registry, config, msg, id, cancel: CancellationToken::new(), guard: None }
+        .handle(&request_headers)
+        .await
 }
 
 struct Handler {
@@ -354,6 +368,10 @@ struct Handler {
     config: Arc<EndpointConfig>,
     msg: Message,
     id: Option<Id>,
+    /// Fires on the client's `notifications/cancelled` (session requests only).
+    cancel: CancellationToken,
+    /// Keeps a session request registered as in flight until its response is sent.
+    guard: Option<InFlightGuard>,
 }
 
 /// The ready servers' catalogs, by name.
@@ -432,7 +450,7 @@ impl Handler {
     }
 
     /// Answers a request whose headers and `_meta` were checked (or that belongs to a session).
-    async fn dispatch(self, method: &str) -> Response {
+    async fn dispatch(mut self, method: &str) -> Response {
         match method {
             method::SERVER_DISCOVER => self.discover(),
             method::TOOLS_LIST => self.list_federated(true),
@@ -507,7 +525,7 @@ impl Handler {
         )
     }
 
-    async fn call(&self, method: &str) -> Response {
+    async fn call(&mut self, method: &str) -> Response {
         let name = self.msg.name().unwrap_or_default().to_owned();
         let catalogs = ready_catalogs(&self.registry);
         let fed = federate(&catalogs, &self.config.federation);
@@ -541,7 +559,7 @@ impl Handler {
         self.forward(&exposed.server.clone(), method, params).await
     }
 
-    async fn read_resource(&self) -> Response {
+    async fn read_resource(&mut self) -> Response {
         let Some(uri) = self.param_str("uri") else {
             return self.error(StatusCode::OK, error_code::INVALID_PARAMS, "resources/read needs params.uri");
         };
@@ -562,7 +580,7 @@ impl Handler {
         self.forward(&server, method::RESOURCES_READ, params).await
     }
 
-    async fn forward(&self, server: &str, method: &str, mut params: Map<String, Value>) -> Response {
+    async fn forward(&mut self, server: &str, method: &str, mut params: Map<String, Value>) -> Response {
         let Some(client) = self.registry.entry(server).and_then(|e| e.client()) else {
             return self.upstream_failed(server, "not connected");
         };
@@ -580,7 +598,12 @@ impl Handler {
         let Some(id) = self.id.clone() else { return StatusCode::ACCEPTED.into_response() };
         // Wait for the first relayable message: a response answers with plain JSON.
         let first = loop {
-            match exchange.next().await {
+            let next = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return cancelled(id),
+                next = exchange.next() => next,
+            };
+            match next {
                 Some(Ok(m)) if m.is_response() => {
                     let mut m = m;
                     m.set_id(&id);
@@ -592,7 +615,7 @@ impl Handler {
                 None => return self.upstream_failed(server, "stream ended without a response"),
             }
         };
-        sse(first, exchange, id, server.to_owned())
+        sse(first, exchange, id, server.to_owned(), self.cancel.clone(), self.guard.take())
     }
 }
 
@@ -605,7 +628,17 @@ fn event(m: &Message) -> Result<Event, Infallible> {
     Ok(Event::default().event("message").data(m.to_json()))
 }
 
+/// The answer to a request the client cancelled (dropping the exchange cancels upstream).
+fn cancelled(id: Id) -> Response {
+    error_response(StatusCode::OK, Some(id), ErrorObject::new(REQUEST_CANCELLED, "Request cancelled"))
+}
+
+/// JSON-RPC code for a request the client cancelled.
+const REQUEST_CANCELLED: i64 = -32800;
+
 struct Relay {
+    cancel: CancellationToken,
+    _guard: Option<InFlightGuard>,
     first: Option<Message>,
     exchange: Exchange,
     id: Id,
@@ -615,8 +648,15 @@ struct Relay {
 
 /// An SSE response relaying interim notifications and ending with the response. Dropping
 /// the stream (the client went away) drops the exchange, which cancels upstream.
-fn sse(first: Message, exchange: Exchange, id: Id, server: String) -> Response {
-    let relay = Relay { first: Some(first), exchange, id, server, done: false };
+fn sse(
+    first: Message,
+    exchange: Exchange,
+    id: Id,
+    server: String,
+    cancel: CancellationToken,
+    guard: Option<InFlightGuard>,
+) -> Response {
+    let relay = Relay { cancel, _guard: guard, first: Some(first), exchange, id, server, done: false };
     let stream = futures::stream::unfold(relay, |mut r| async move {
         if let Some(m) = r.first.take() {
             return Some((event(&m), r));
@@ -625,7 +665,12 @@ fn sse(first: Message, exchange: Exchange, id: Id, server: String) -> Response {
             return None;
         }
         loop {
-            match r.exchange.next().await {
+            let next = tokio::select! {
+                biased;
+                () = r.cancel.cancelled() => return None,
+                next = r.exchange.next() => next,
+            };
+            match next {
                 Some(Ok(mut m)) if m.is_response() => {
                     m.set_id(&r.id);
                     r.done = true;

@@ -145,6 +145,45 @@ impl Revocations {
     }
 }
 
+/// Requests of sessions in flight on this instance, so `notifications/cancelled` can stop
+/// them. Keyed by session id and the JSON of the request id.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight {
+    calls: Arc<Mutex<HashMap<(String, String), tokio_util::sync::CancellationToken>>>,
+}
+
+/// Unregisters its request when dropped.
+#[derive(Debug)]
+pub struct InFlightGuard {
+    set: InFlight,
+    key: (String, String),
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.set.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.key);
+    }
+}
+
+impl InFlight {
+    /// Registers a request; its token fires on [`InFlight::cancel`].
+    pub fn register(&self, sid: &str, id: &Value) -> (tokio_util::sync::CancellationToken, InFlightGuard) {
+        let key = (sid.to_owned(), id.to_string());
+        let token = tokio_util::sync::CancellationToken::new();
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key.clone(), token.clone());
+        (token, InFlightGuard { set: self.clone(), key })
+    }
+
+    /// Cancels the request, if it is in flight here; `true` when it was.
+    pub fn cancel(&self, sid: &str, id: &Value) -> bool {
+        let calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        calls.get(&(sid.to_owned(), id.to_string())).map(|t| t.cancel()).is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -624,3 +624,37 @@ async fn legacy_session_is_served_by_a_second_instance_with_the_same_key() {
     assert_eq!(served[0].1["result"]["structuredContent"]["text"], "there", "{}", served[0].1);
     assert_eq!(served[1].0, 404, "another key does not open the session: {}", served[1].1);
 }
+
+#[tokio::test]
+async fn legacy_cancelled_notification_stops_the_call_on_this_instance() {
+    let env = start().await;
+    let sid = env.legacy_initialize().await;
+    let mut frames = env.frames.subscribe();
+    let body = legacy_request(
+        7,
+        "tools/call",
+        json!({"name": "beta__slow", "arguments": {"ms": 60000, "steps": 600}, "_meta": {"progressToken": "c"}}),
+    );
+    let mut r = env.legacy_post(Some(&sid), &body).await;
+    assert_eq!(r.status(), 200);
+    let chunk = r.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&chunk).contains("notifications/progress"));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
+    let c = env.legacy_post(Some(&sid), &note).await;
+    assert_eq!(c.status().as_u16(), 202);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match frames.recv().await {
+                Ok(f) if f.method.as_deref() == Some("notifications/cancelled") => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("frame bus: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the legacy upstream is sent notifications/cancelled");
+    // The response stream ends.
+    tokio::time::timeout(Duration::from_secs(10), async { while let Ok(Some(_)) = r.chunk().await {} })
+        .await
+        .expect("the SSE response ends after the cancellation");
+}
