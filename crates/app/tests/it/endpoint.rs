@@ -658,3 +658,34 @@ async fn legacy_cancelled_notification_stops_the_call_on_this_instance() {
         .await
         .expect("the SSE response ends after the cancellation");
 }
+
+#[tokio::test]
+async fn rmcp_legacy_client_lists_and_calls_through_the_router() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let env = start().await;
+    let transport = StreamableHttpClientTransport::from_uri(env.url.clone());
+    let client = tokio::time::timeout(
+        Duration::from_secs(20),
+        ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize),
+    )
+    .await
+    .expect("client start in time")
+    .expect("initialize through the router");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"alpha__echo"), "{names:?}");
+    assert!(names.contains(&"beta__echo"), "{names:?}");
+    for name in ["alpha__echo", "beta__echo"] {
+        let args = json!({"text": format!("rmcp {name}")});
+        let r = client
+            .call_tool(CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap()))
+            .await
+            .expect("tools/call");
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["structuredContent"]["text"], format!("rmcp {name}"), "{v}");
+    }
+    client.cancel().await.expect("close");
+}
