@@ -53,7 +53,7 @@ enum Command {
         /// Extra mcp.json files (as desktop MCP clients write them) to import.
         #[arg(long = "mcp-json")]
         mcp_json: Vec<PathBuf>,
-        /// Serve the federated MCP endpoint (`/mcp`, 2026-07-28) and blobs on ADDR
+        /// Serve the federated MCP endpoint (`/mcp`, 2026-07-28 and 2025-11-25 sessions) and blobs on ADDR
         /// (e.g. 127.0.0.1:7010; port 0 picks one and prints it).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,

@@ -74,7 +74,10 @@ async fn listen(
     let app = crate::http::router(crate::http::HttpState {
         blobs,
         registry: Some(registry.clone()),
-        endpoint: Default::default(),
+        endpoint: std::sync::Arc::new(crate::endpoint::EndpointConfig {
+            session_key: crate::session::SessionKey::from_env_or_random(),
+            ..Default::default()
+        }),
     });
     println!("listening on http://{bound}/mcp");
     tracing::info!(%bound, "MCP endpoint listening");

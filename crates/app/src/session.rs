@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// Environment variable holding the secret that instances serving the same sessions share.
+pub const SESSION_SECRET_ENV: &str = "SWITCHBOARD_SESSION_SECRET";
+
 /// The key sealing session ids. Its `Debug` does not show the bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SessionKey([u8; 32]);
@@ -31,6 +34,20 @@ impl SessionKey {
     /// A key from bytes (e.g. configured so several instances share sessions).
     pub fn from_bytes(bytes: [u8; 32]) -> Self {
         SessionKey(bytes)
+    }
+
+    /// A key derived (SHA-256) from a shared secret, so several instances share sessions.
+    pub fn from_secret(secret: &str) -> Self {
+        SessionKey(Sha256::digest(secret.as_bytes()).into())
+    }
+
+    /// The key named by the `SWITCHBOARD_SESSION_SECRET` environment variable, or a random
+    /// one (sessions then live only as long as this process).
+    pub fn from_env_or_random() -> Self {
+        match std::env::var(SESSION_SECRET_ENV) {
+            Ok(s) if !s.is_empty() => SessionKey::from_secret(&s),
+            _ => SessionKey::random(),
+        }
     }
 
     /// A fresh key from the OS-seeded hasher keys of std, the clock and the process id.
@@ -203,5 +220,8 @@ mod tests {
         let mut old = s;
         old.created_at_ms -= 120_000;
         assert_eq!(Session::open(&old.seal(&key), &key, Duration::from_secs(60)), Err(Refused::Expired));
+        let shared = Session::new("2025-11-25", json!({}), json!({})).seal(&SessionKey::from_secret("s"));
+        assert!(Session::open(&shared, &SessionKey::from_secret("s"), Duration::from_secs(60)).is_ok());
+        assert!(Session::open(&shared, &SessionKey::from_secret("t"), Duration::from_secs(60)).is_err());
     }
 }
