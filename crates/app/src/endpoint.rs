@@ -250,7 +250,23 @@ async fn legacy(
     let handler = Handler { registry, config, msg, id, cancel, guard: Some(guard) };
     match method.as_str() {
         method::PING | method::LOGGING_SET_LEVEL => handler.result(json!({})),
-        _ => handler.dispatch(&method).await,
+        method::RESOURCES_TEMPLATES_LIST => {
+            let items = ready_catalogs(&handler.registry)
+                .into_values()
+                .flat_map(|c| c.resource_templates.clone())
+                .collect();
+            handler.page("resourceTemplates", items)
+        }
+        method::TOOLS_LIST
+        | method::PROMPTS_LIST
+        | method::RESOURCES_LIST
+        | method::TOOLS_CALL
+        | method::PROMPTS_GET
+        | method::RESOURCES_READ => handler.dispatch(&method).await,
+        // Not HTTP 404: to a 2025-11-25 client that means "session gone, re-initialize".
+        other => {
+            handler.error(StatusCode::OK, error_code::METHOD_NOT_FOUND, format!("Method not found: {other}"))
+        }
     }
 }
 

@@ -511,6 +511,14 @@ async fn legacy_client_session_lifecycle() {
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["result"], json!({}), "{r}");
 
+    // An unknown method is a JSON-RPC error, not HTTP 404 (which would end the session).
+    let (status, r) = env.legacy_call(Some(&sid), &legacy_request(9, "bogus/method", json!({}))).await;
+    assert_eq!((status, r["error"]["code"].clone()), (200, json!(-32601)), "{r}");
+    let (status, r) =
+        env.legacy_call(Some(&sid), &legacy_request(8, "resources/templates/list", json!({}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert!(r["result"]["resourceTemplates"].is_array(), "{r}");
+
     let (status, r) = env.legacy_call(Some(&sid), &legacy_request(2, "tools/list", json!({}))).await;
     assert_eq!(status, 200, "{r}");
     let names: Vec<&str> =
