@@ -1,6 +1,5 @@
 //! Test harness: peers on 127.0.0.1 port 0, a registry over a temporary store.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,33 +12,7 @@ use switchboard_transport::FrameBus;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// Where scripts/setup.sh installed the Node peers.
-pub fn node_dir() -> PathBuf {
-    let dir = std::env::var_os("SWITCHBOARD_NODE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".cache/node"));
-    assert!(
-        dir.join("node_modules/@modelcontextprotocol/server-everything").exists(),
-        "Node test peers are missing in {}: run `scripts/setup.sh test` first",
-        dir.display()
-    );
-    dir
-}
-
-pub fn node() -> String {
-    node_dir().join("node_modules/.bin/node").to_string_lossy().into_owned()
-}
-
-pub fn everything_js() -> String {
-    node_dir()
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-        .to_string_lossy()
-        .into_owned()
-}
+pub use switchboard_fixtures::peers::{everything_js, node, repo_root};
 
 /// The fixture binary, built by `cargo test --workspace` (or `cargo build -p switchboard-fixtures`).
 pub fn fixture_bin() -> String {
