@@ -273,17 +273,7 @@ async fn closing_the_stream_cancels_upstream() {
     let chunk = r.chunk().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&chunk).contains("notifications/progress"));
     drop(r);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match frames.recv().await {
-                Ok(f) if f.method.as_deref() == Some("notifications/cancelled") => return,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(e) => panic!("frame bus: {e}"),
-            }
-        }
-    })
-    .await
-    .expect("the legacy upstream is sent notifications/cancelled");
+    expect_upstream_cancel(&mut frames).await;
 }
 
 #[tokio::test]
@@ -650,17 +640,7 @@ async fn legacy_cancelled_notification_stops_the_call_on_this_instance() {
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
     let c = env.legacy_post(Some(&sid), &note).await;
     assert_eq!(c.status().as_u16(), 202);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match frames.recv().await {
-                Ok(f) if f.method.as_deref() == Some("notifications/cancelled") => return,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(e) => panic!("frame bus: {e}"),
-            }
-        }
-    })
-    .await
-    .expect("the legacy upstream is sent notifications/cancelled");
+    expect_upstream_cancel(&mut frames).await;
     // The response stream ends.
     tokio::time::timeout(Duration::from_secs(10), async { while let Ok(Some(_)) = r.chunk().await {} })
         .await
@@ -696,4 +676,21 @@ async fn rmcp_legacy_client_lists_and_calls_through_the_router() {
         assert_eq!(v["structuredContent"]["text"], format!("rmcp {name}"), "{v}");
     }
     client.cancel().await.expect("close");
+}
+
+/// Waits (bounded) until the upstream leg carries a `notifications/cancelled` frame.
+async fn expect_upstream_cancel(
+    frames: &mut tokio::sync::broadcast::Receiver<switchboard_transport::FrameEvent>,
+) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match frames.recv().await {
+                Ok(f) if f.method.as_deref() == Some("notifications/cancelled") => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("frame bus: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the legacy upstream is sent notifications/cancelled");
 }
