@@ -1,18 +1,24 @@
-//! The federated MCP endpoint: `POST /mcp` for 2026-07-28 (stateless) clients.
+//! The federated MCP endpoint at `/mcp`, serving both protocol revisions on one URL.
 //!
-//! Every request carries its own `_meta`, so any instance can answer it: lists come from
-//! the federation of the ready servers' catalogs, calls are forwarded as raw JSON with
-//! only the name rewritten, and interim progress/log notifications are relayed over an
-//! SSE response that ends with the upstream's response. Closing that stream drops the
-//! upstream [`Exchange`], which cancels the request upstream.
+//! **2026-07-28** requests carry their own `_meta`, so any instance can answer them: lists
+//! come from the federation of the ready servers' catalogs; `tools/call`, `prompts/get`,
+//! `resources/read` and `completion/complete` are forwarded as raw JSON with only the name
+//! rewritten; interim progress/log notifications are relayed over an SSE response that ends
+//! with the upstream's response; closing that stream cancels the call upstream.
+//! `subscriptions/listen` streams `list_changed` (and `resources/updated` for subscribed
+//! URIs) tagged with the subscription id.
 //!
-//! 2025-11-25 (legacy) clients are served on the same endpoint: `initialize` answers with
-//! an `Mcp-Session-Id` that is self-contained and sealed (see [`crate::session`]), so any
-//! instance sharing [`EndpointConfig::session_key`] can serve the session; later requests
-//! reuse the modern handlers. `DELETE` ends a session (revocation is per instance). There
-//! is no standalone server stream: `GET /mcp` is always 405, with or without a session.
+//! **2025-11-25** clients get a self-contained, sealed `Mcp-Session-Id` from `initialize`
+//! (see [`crate::session`]), so any instance sharing [`EndpointConfig::session_key`] serves
+//! the session; `GET` opens the session's notification stream (SSE ids, `Last-Event-ID`
+//! replay), `DELETE` ends it.
+//!
+//! **Bridging** (see [`crate::bridge`]): a legacy upstream's server → client requests become
+//! an `InputRequiredResult` with a router-sealed `requestState` for 2026 clients; a modern
+//! upstream's `InputRequiredResult` becomes server → client requests on a legacy client's
+//! response stream, and the call is retried with the answers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,12 +35,13 @@ use switchboard_router::federation::{FederationConfig, federate};
 use switchboard_router::{Registry, ServerState};
 use switchboard_transport::Exchange;
 use switchboard_wire::{
-    Era, ErrorObject, Id, MODERN_VERSIONS, Message, error_code, headers, meta, method,
+    Era, ErrorObject, Id, LEGACY_VERSIONS, MODERN_VERSIONS, Message, error_code, headers, meta, method,
     negotiate_legacy_version,
 };
-
 use tokio_util::sync::CancellationToken;
 
+use crate::bridge::{Bridge, LOG_LEVELS, Parked, STATE_PREFIX, level_rank};
+use crate::notify::{Kind, Notifier, Subscriptions};
 use crate::session::{InFlight, InFlightGuard, Refused, Revocations, Session, SessionKey};
 
 /// Default largest request body.
@@ -61,6 +68,14 @@ pub struct EndpointConfig {
     pub revocations: Revocations,
     /// Session requests in flight on this instance (for `notifications/cancelled`).
     pub in_flight: InFlight,
+    /// Parked calls, expected answers and session log levels on this instance.
+    pub bridge: Bridge,
+    /// Change notifications for listening clients.
+    pub notifier: Notifier,
+    /// Resource subscriptions of sessions and listen streams on this instance.
+    pub subscriptions: Subscriptions,
+    /// How long a legacy client may take to answer a server → client request.
+    pub answer_timeout: Duration,
 }
 
 impl Default for EndpointConfig {
@@ -75,6 +90,10 @@ impl Default for EndpointConfig {
             session_max_age: Duration::from_secs(24 * 3600),
             revocations: Revocations::default(),
             in_flight: InFlight::default(),
+            bridge: Bridge::default(),
+            notifier: Notifier::default(),
+            subscriptions: Subscriptions::default(),
+            answer_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -160,34 +179,97 @@ pub async fn delete(config: Arc<EndpointConfig>, request_headers: HeaderMap) -> 
     };
     let max = u64::try_from(config.session_max_age.as_millis()).unwrap_or(u64::MAX);
     config.revocations.end(&sid, session.created_at_ms.saturating_add(max));
+    config.bridge.end_session(&sid);
+    config.subscriptions.end_session(&sid);
     StatusCode::NO_CONTENT.into_response()
 }
 
-/// Server capabilities from the ready upstreams.
+/// Server capabilities from the ready upstreams. The router propagates list changes of
+/// every kind and takes resource subscriptions for the servers that support them.
 fn capabilities(registry: &Registry, with_logging: bool) -> Map<String, Value> {
     let catalogs = ready_catalogs(registry);
     let mut capabilities = Map::new();
     if catalogs.values().any(|c| !c.tools.is_empty()) {
         capabilities.insert("tools".into(), json!({"listChanged": true}));
     }
-    if catalogs.values().any(|c| !c.resources.is_empty()) {
-        capabilities.insert("resources".into(), json!({}));
+    if catalogs.values().any(|c| !c.resources.is_empty() || !c.resource_templates.is_empty()) {
+        let subscribe = catalogs
+            .keys()
+            .any(|name| upstream_caps(registry, name).pointer("/resources/subscribe") == Some(&json!(true)));
+        capabilities.insert("resources".into(), json!({"listChanged": true, "subscribe": subscribe}));
     }
     if catalogs.values().any(|c| !c.prompts.is_empty()) {
-        capabilities.insert("prompts".into(), json!({}));
+        capabilities.insert("prompts".into(), json!({"listChanged": true}));
     }
-    let logging = || {
-        catalogs.keys().any(|name| {
-            registry
-                .entry(name)
-                .and_then(|e| e.client())
-                .is_some_and(|c| c.handshake().server_capabilities.get("logging").is_some())
-        })
-    };
-    if with_logging && logging() {
+    if catalogs.keys().any(|name| upstream_caps(registry, name).get("completions").is_some()) {
+        capabilities.insert("completions".into(), json!({}));
+    }
+    if with_logging && catalogs.keys().any(|name| upstream_caps(registry, name).get("logging").is_some()) {
         capabilities.insert("logging".into(), json!({}));
     }
     capabilities
+}
+
+/// The capabilities a server declared in its handshake.
+fn upstream_caps(registry: &Registry, name: &str) -> Value {
+    registry
+        .entry(name)
+        .and_then(|e| e.client())
+        .map(|c| c.handshake().server_capabilities)
+        .unwrap_or_default()
+}
+
+/// Who is calling, as far as forwarding needs to know.
+#[derive(Debug, Clone)]
+enum Client {
+    /// A 2026-07-28 request: capabilities and log level from its `_meta`.
+    Modern { caps: Value, log_level: Option<String> },
+    /// A 2025-11-25 session.
+    Legacy { sid: String, caps: Value, info: Value, log_level: Option<String> },
+}
+
+impl Client {
+    fn caps(&self) -> &Value {
+        match self {
+            Client::Modern { caps, .. } | Client::Legacy { caps, .. } => caps,
+        }
+    }
+
+    /// The capability a server → client request needs, and whether the client declared it.
+    fn allows(&self, request_method: &str) -> bool {
+        match capability_of(request_method) {
+            Some(cap) => self.caps().get(cap).is_some(),
+            None => request_method == method::PING,
+        }
+    }
+
+    /// Whether a `notifications/message` at `level` reaches this client: a 2026 client gets
+    /// logs only when it asked for a level; a legacy session gets all until it sets one.
+    fn wants_log(&self, level: &str) -> bool {
+        match self {
+            Client::Modern { log_level: None, .. } => false,
+            Client::Legacy { log_level: None, .. } => true,
+            Client::Modern { log_level: Some(min), .. } | Client::Legacy { log_level: Some(min), .. } => {
+                level_rank(level) >= level_rank(min)
+            }
+        }
+    }
+
+    fn log_level(&self) -> Option<&str> {
+        match self {
+            Client::Modern { log_level, .. } | Client::Legacy { log_level, .. } => log_level.as_deref(),
+        }
+    }
+}
+
+/// The client capability a server → client request needs.
+fn capability_of(request_method: &str) -> Option<&'static str> {
+    match request_method {
+        method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        method::ELICITATION_CREATE => Some("elicitation"),
+        method::ROOTS_LIST => Some("roots"),
+        _ => None,
+    }
 }
 
 /// A 2025-11-25 message: `initialize`, or anything carrying a session id.
@@ -214,7 +296,7 @@ async fn legacy(
         Err(why) => return session_not_found(id, why),
     };
     if let Some(h) = request_headers.get(headers::PROTOCOL_VERSION)
-        && h.as_bytes() != session.version.as_bytes()
+        && !LEGACY_VERSIONS.iter().any(|v| v.as_bytes() == h.as_bytes())
     {
         let shown = String::from_utf8_lossy(h.as_bytes()).into_owned();
         return error_response(
@@ -223,11 +305,18 @@ async fn legacy(
             ErrorObject::new(
                 error_code::INVALID_REQUEST,
                 format!(
-                    "Bad Request: MCP-Protocol-Version {shown:?} does not match the session's version {:?}",
+                    "Bad Request: MCP-Protocol-Version {shown:?} is not a 2025-11-25-era version (the session speaks {:?})",
                     session.version
                 ),
             ),
         );
+    }
+    if msg.is_response() {
+        // The client's answer to a server → client request of a call running here.
+        if !config.bridge.answer(&sid, msg) {
+            tracing::debug!(session = %sid, "answer to a server request no call on this instance waits for");
+        }
+        return StatusCode::ACCEPTED.into_response();
     }
     if !msg.is_request() {
         // Cancels the request if it runs on this instance; elsewhere it is ignored.
@@ -247,22 +336,26 @@ async fn legacy(
         );
     };
     let (cancel, guard) = config.in_flight.register(&sid, &id.as_ref().map(Id::to_value).unwrap_or_default());
-    let handler = Handler { registry, config, msg, id, cancel, guard: Some(guard) };
+    let client = Client::Legacy {
+        log_level: config.bridge.level(&sid),
+        sid,
+        caps: session.capabilities,
+        info: session.client_info,
+    };
+    let handler = Handler { registry, config, msg, id, cancel, guard: Some(guard), client };
     match method.as_str() {
-        method::PING | method::LOGGING_SET_LEVEL => handler.result(json!({})),
-        method::RESOURCES_TEMPLATES_LIST => {
-            let items = ready_catalogs(&handler.registry)
-                .into_values()
-                .flat_map(|c| c.resource_templates.clone())
-                .collect();
-            handler.page("resourceTemplates", items)
-        }
+        method::PING => handler.result(json!({})),
+        method::LOGGING_SET_LEVEL => handler.set_level(),
+        method::RESOURCES_SUBSCRIBE => handler.subscribe(true).await,
+        method::RESOURCES_UNSUBSCRIBE => handler.subscribe(false).await,
         method::TOOLS_LIST
         | method::PROMPTS_LIST
         | method::RESOURCES_LIST
+        | method::RESOURCES_TEMPLATES_LIST
         | method::TOOLS_CALL
         | method::PROMPTS_GET
-        | method::RESOURCES_READ => handler.dispatch(&method).await,
+        | method::RESOURCES_READ
+        | method::COMPLETION_COMPLETE => handler.dispatch(&method).await,
         // Not HTTP 404: to a 2025-11-25 client that means "session gone, re-initialize".
         other => {
             handler.error(StatusCode::OK, error_code::METHOD_NOT_FOUND, format!("Method not found: {other}"))
@@ -291,6 +384,67 @@ fn initialize(registry: Option<&Registry>, config: &EndpointConfig, msg: &Messag
     if let Ok(v) = HeaderValue::from_str(&sid) {
         resp.headers_mut().insert(headers::SESSION_ID, v);
     }
+    resp
+}
+
+/// `GET /mcp`: a 2025-11-25 session's notification stream (`list_changed`, and
+/// `resources/updated` of its subscriptions), with SSE ids; `Last-Event-ID` replays what
+/// this instance still holds. Without a session (2026-07-28 has no GET stream): 405.
+pub async fn get(
+    registry: Option<Registry>,
+    config: Arc<EndpointConfig>,
+    request_headers: HeaderMap,
+) -> Response {
+    let Some(sid) = session_header(&request_headers) else { return not_allowed().await };
+    if let Err(why) = open_session(&config, &sid) {
+        return session_not_found(None, why);
+    }
+    if let Some(registry) = &registry {
+        config.notifier.ensure_started(registry);
+    }
+    let last: Option<u64> = request_headers
+        .get(headers::LAST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok());
+    let rx = config.notifier.subscribe();
+    let (replay, _complete) = last.map(|l| config.notifier.since(l)).unwrap_or_default();
+    let mut seen = last.unwrap_or(0);
+    let stream_config = config.clone();
+    let replay: VecDeque<_> = replay.into();
+    let stream = futures::stream::unfold((rx, replay, sid), move |(mut rx, mut replay, sid)| {
+        let config = stream_config.clone();
+        async move {
+            loop {
+                let note = match replay.pop_front() {
+                    Some(n) => n,
+                    None => match rx.recv().await {
+                        Ok(n) => n,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    },
+                };
+                if note.seq <= seen {
+                    continue;
+                }
+                seen = note.seq;
+                if config.revocations.is_ended(&sid) {
+                    return None;
+                }
+                if let Kind::Updated(uri) = &note.kind
+                    && !config.subscriptions.has(&sid, uri)
+                {
+                    continue;
+                }
+                let ev = Event::default()
+                    .event("message")
+                    .id(note.seq.to_string())
+                    .data(note.kind.message().to_json());
+                return Some((Ok::<_, Infallible>(ev), (rx, replay, sid)));
+            }
+        }
+    });
+    let mut resp = Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default()).into_response();
+    resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp
 }
 
@@ -357,9 +511,13 @@ pub async fn post(
         Ok(m) => m,
         Err(e) => return json_response(StatusCode::BAD_REQUEST, &e.to_response()),
     };
-    let is_legacy = msg.method() == Some(method::INITIALIZE)
-        || request_headers.contains_key(headers::SESSION_ID)
-        || (msg.is_request() && msg.protocol_version().is_none());
+    // A modern `_meta` or a non-legacy MCP-Protocol-Version header means 2026-07-28 (so a
+    // modern `initialize` is answered 404 -32601, a modern request without `_meta` -32602).
+    let header_version = request_headers.get(headers::PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
+    let modern_hint =
+        msg.protocol_version().is_some() || header_version.is_some_and(|v| !LEGACY_VERSIONS.contains(&v));
+    let is_legacy = request_headers.contains_key(headers::SESSION_ID)
+        || (!modern_hint && (msg.method() == Some(method::INITIALIZE) || msg.is_request()));
     if is_legacy {
         return legacy(registry, config, &request_headers, msg).await;
     }
@@ -374,7 +532,12 @@ pub async fn post(
             ErrorObject::new(error_code::NO_UPSTREAM, "no registry: this listener routes no servers"),
         );
     };
-    Handler { registry, config, msg, id, cancel: CancellationToken::new(), guard: None }
+    let meta = msg.meta();
+    let client = Client::Modern {
+        caps: meta.and_then(|m| m.get(meta::CLIENT_CAPABILITIES)).cloned().unwrap_or_else(|| json!({})),
+        log_level: meta.and_then(|m| m.get(meta::LOG_LEVEL)).and_then(Value::as_str).map(str::to_owned),
+    };
+    Handler { registry, config, msg, id, cancel: CancellationToken::new(), guard: None, client }
         .handle(&request_headers)
         .await
 }
@@ -388,6 +551,7 @@ struct Handler {
     cancel: CancellationToken,
     /// Keeps a session request registered as in flight until its response is sent.
     guard: Option<InFlightGuard>,
+    client: Client,
 }
 
 /// The ready servers' catalogs, by name.
@@ -409,6 +573,51 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
     std::str::from_utf8(&raw).ok()?.parse().ok()
 }
 
+/// Whether `uri` matches the RFC 6570 template `tpl` (simple and reserved expansions:
+/// `{x}` matches a run without `/`, `{+x}`, `{/x}`, `{#x}` and friends any run).
+pub fn template_matches(tpl: &str, uri: &str) -> bool {
+    fn go(t: &[u8], u: &[u8]) -> bool {
+        match t.first() {
+            None => u.is_empty(),
+            Some(b'{') => {
+                let Some(close) = t.iter().position(|c| *c == b'}') else { return t == u };
+                let expr = &t[1..close];
+                let rest = &t[close + 1..];
+                let any = matches!(expr.first(), Some(b'+' | b'#' | b'/' | b'.' | b';' | b'?' | b'&'));
+                for take in 0..=u.len() {
+                    let part = &u[..take];
+                    if !any && part.contains(&b'/') {
+                        break;
+                    }
+                    if go(rest, &u[take..]) {
+                        return true;
+                    }
+                }
+                false
+            }
+            Some(c) => u.first() == Some(c) && go(&t[1..], &u[1..]),
+        }
+    }
+    go(tpl.as_bytes(), uri.as_bytes())
+}
+
+/// The ready server offering resource `uri`: one listing it, else one whose template matches.
+fn resource_server(registry: &Registry, uri: &str) -> Option<String> {
+    let catalogs = ready_catalogs(registry);
+    let listed = catalogs.iter().find_map(|(s, c)| {
+        c.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri)).then(|| s.clone())
+    });
+    listed.or_else(|| {
+        catalogs.iter().find_map(|(s, c)| {
+            c.resource_templates
+                .iter()
+                .filter_map(|t| t.get("uriTemplate").and_then(Value::as_str))
+                .any(|t| t == uri || template_matches(t, uri))
+                .then(|| s.clone())
+        })
+    })
+}
+
 impl Handler {
     fn error(&self, status: StatusCode, code: i64, message: impl Into<String>) -> Response {
         error_response(status, self.id.clone(), ErrorObject::new(code, message))
@@ -428,6 +637,20 @@ impl Handler {
     async fn handle(self, request_headers: &HeaderMap) -> Response {
         let get = |name: &str| request_headers.get(name).and_then(|v| v.to_str().ok());
         let method = self.msg.method().unwrap_or_default().to_owned();
+        // `_meta` first: a request without it is -32602 whatever its headers say.
+        let meta = self.msg.meta();
+        for (key, what) in [
+            (meta::PROTOCOL_VERSION, "the protocol version"),
+            (meta::CLIENT_CAPABILITIES, "the client capabilities ({} for none)"),
+        ] {
+            if meta.is_none_or(|m| !m.contains_key(key)) {
+                return self.error(
+                    StatusCode::BAD_REQUEST,
+                    error_code::INVALID_PARAMS,
+                    format!("params._meta must carry {key} ({what})"),
+                );
+            }
+        }
         // Mirrored parameters of the called tool, when it is known.
         let header_params = if method == method::TOOLS_CALL {
             let fed = federate(&ready_catalogs(&self.registry), &self.config.federation);
@@ -455,25 +678,36 @@ impl Handler {
                 .with_data(json!({"supported": MODERN_VERSIONS, "requested": requested})),
             );
         }
-        if self.msg.meta().is_none_or(|m| !m.contains_key(meta::CLIENT_CAPABILITIES)) {
+        if let Some(level) = self.client.log_level()
+            && !LOG_LEVELS.contains(&level)
+        {
             return self.error(
                 StatusCode::BAD_REQUEST,
                 error_code::INVALID_PARAMS,
-                format!("params._meta must carry {} ({{}} for none)", meta::CLIENT_CAPABILITIES),
+                format!("unknown log level {level:?} in params._meta (one of {})", LOG_LEVELS.join(", ")),
             );
         }
         self.dispatch(&method).await
     }
 
     /// Answers a request whose headers and `_meta` were checked (or that belongs to a session).
-    async fn dispatch(mut self, method: &str) -> Response {
+    async fn dispatch(self, method: &str) -> Response {
         match method {
             method::SERVER_DISCOVER => self.discover(),
             method::TOOLS_LIST => self.list_federated(true),
             method::PROMPTS_LIST => self.list_federated(false),
             method::RESOURCES_LIST => self.list_resources(),
+            method::RESOURCES_TEMPLATES_LIST => {
+                let items = ready_catalogs(&self.registry)
+                    .into_values()
+                    .flat_map(|c| c.resource_templates.clone())
+                    .collect();
+                self.page("resourceTemplates", items)
+            }
             method::TOOLS_CALL | method::PROMPTS_GET => self.call(method).await,
             method::RESOURCES_READ => self.read_resource().await,
+            method::COMPLETION_COMPLETE => self.complete().await,
+            method::SUBSCRIPTIONS_LISTEN => self.listen(),
             other => self.error(
                 StatusCode::NOT_FOUND,
                 error_code::METHOD_NOT_FOUND,
@@ -541,7 +775,164 @@ impl Handler {
         )
     }
 
-    async fn call(&mut self, method: &str) -> Response {
+    /// `logging/setLevel` of a legacy session: remembered on this instance and applied to
+    /// the log notifications relayed to it (and sent upstream as `_meta` logLevel).
+    fn set_level(&self) -> Response {
+        let Client::Legacy { sid, .. } = &self.client else {
+            return self.error(
+                StatusCode::NOT_FOUND,
+                error_code::METHOD_NOT_FOUND,
+                "Method not found: logging/setLevel",
+            );
+        };
+        match self.param_str("level") {
+            Some(level) if LOG_LEVELS.contains(&level.as_str()) => {
+                self.config.bridge.set_level(sid, &level);
+                self.result(json!({}))
+            }
+            other => self.error(
+                StatusCode::OK,
+                error_code::INVALID_PARAMS,
+                format!("invalid log level {other:?}: one of {}", LOG_LEVELS.join(", ")),
+            ),
+        }
+    }
+
+    /// `resources/subscribe` / `resources/unsubscribe` of a legacy session.
+    async fn subscribe(self, on: bool) -> Response {
+        let Client::Legacy { sid, .. } = &self.client else {
+            return self.error(StatusCode::NOT_FOUND, error_code::METHOD_NOT_FOUND, "Method not found");
+        };
+        let Some(uri) = self.param_str("uri") else {
+            return self.error(StatusCode::OK, error_code::INVALID_PARAMS, "params.uri is required");
+        };
+        let Some(server) = resource_server(&self.registry, &uri) else {
+            return self.error(
+                StatusCode::OK,
+                error_code::INVALID_PARAMS,
+                format!("Resource not found: {uri}"),
+            );
+        };
+        if upstream_caps(&self.registry, &server).pointer("/resources/subscribe") != Some(&json!(true)) {
+            return self.error(
+                StatusCode::OK,
+                error_code::METHOD_NOT_FOUND,
+                format!("server {server:?} offering {uri} does not support resource subscriptions"),
+            );
+        }
+        self.config.notifier.ensure_started(&self.registry);
+        if on {
+            if self.config.subscriptions.add(sid, &uri) {
+                watch_resource(&self.registry, &self.config, &server, &uri).await;
+            }
+        } else {
+            self.config.subscriptions.remove(sid, &uri);
+        }
+        self.result(json!({}))
+    }
+
+    /// `subscriptions/listen`: an SSE stream that starts with the acknowledgement and
+    /// carries the accepted kinds of change, tagged with the subscription id (the listen
+    /// request's id); it lasts until the client closes it.
+    fn listen(self) -> Response {
+        let Some(id) = self.id.clone() else { return StatusCode::ACCEPTED.into_response() };
+        let filter =
+            self.msg.params().and_then(|p| p.get("notifications")).cloned().unwrap_or_else(|| json!({}));
+        let Some(filter) = filter.as_object() else {
+            return self.error(
+                StatusCode::OK,
+                error_code::INVALID_PARAMS,
+                "params.notifications must be an object",
+            );
+        };
+        self.config.notifier.ensure_started(&self.registry);
+        let mut accepted = Map::new();
+        let mut kinds = Vec::new();
+        for (key, kind) in [
+            ("toolsListChanged", Kind::Tools),
+            ("promptsListChanged", Kind::Prompts),
+            ("resourcesListChanged", Kind::Resources),
+        ] {
+            if filter.get(key) == Some(&json!(true)) {
+                accepted.insert(key.into(), json!(true));
+                kinds.push(kind);
+            }
+        }
+        let listener = format!("listen:{}", self.config.bridge.next_id());
+        let mut uris = Vec::new();
+        if let Some(requested) = filter.get("resourceSubscriptions").and_then(Value::as_array) {
+            for uri in requested.iter().filter_map(Value::as_str) {
+                if let Some(server) = resource_server(&self.registry, uri)
+                    && upstream_caps(&self.registry, &server).pointer("/resources/subscribe")
+                        == Some(&json!(true))
+                {
+                    self.config.subscriptions.add(&listener, uri);
+                    uris.push(uri.to_owned());
+                    let (registry, config, server, uri) =
+                        (self.registry.clone(), self.config.clone(), server, uri.to_owned());
+                    tokio::spawn(async move { watch_resource(&registry, &config, &server, &uri).await });
+                }
+            }
+            accepted.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let sub_id = id.to_value();
+        let tag = move |mut m: Message| {
+            m.meta_mut().insert(meta::SUBSCRIPTION_ID.into(), sub_id.clone());
+            m
+        };
+        let mut ack = Message::notification(
+            method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
+            Some(json!({"notifications": accepted})),
+        );
+        ack = tag(ack);
+        let rx = self.config.notifier.subscribe();
+        struct Listening {
+            rx: tokio::sync::broadcast::Receiver<Arc<crate::notify::Note>>,
+            ack: Option<Message>,
+            kinds: Vec<Kind>,
+            listener: String,
+            subscriptions: Subscriptions,
+        }
+        impl Drop for Listening {
+            fn drop(&mut self) {
+                self.subscriptions.end_session(&self.listener);
+            }
+        }
+        let state = Listening {
+            rx,
+            ack: Some(ack),
+            kinds,
+            listener,
+            subscriptions: self.config.subscriptions.clone(),
+        };
+        let stream = futures::stream::unfold(state, move |mut s| {
+            let tag = tag.clone();
+            async move {
+                if let Some(ack) = s.ack.take() {
+                    return Some((event(&ack), s));
+                }
+                loop {
+                    let note = match s.rx.recv().await {
+                        Ok(n) => n,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    };
+                    let wanted = match &note.kind {
+                        Kind::Updated(uri) => s.subscriptions.has(&s.listener, uri),
+                        k => s.kinds.contains(k),
+                    };
+                    if wanted {
+                        return Some((event(&tag(note.kind.message())), s));
+                    }
+                }
+            }
+        });
+        let mut resp = Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default()).into_response();
+        resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+        resp
+    }
+
+    async fn call(self, method: &str) -> Response {
         let name = self.msg.name().unwrap_or_default().to_owned();
         let catalogs = ready_catalogs(&self.registry);
         let fed = federate(&catalogs, &self.config.federation);
@@ -572,67 +963,682 @@ impl Handler {
         }
         let mut params = self.msg.params().cloned().unwrap_or_default();
         params.insert("name".into(), json!(exposed.upstream_name));
-        self.forward(&exposed.server.clone(), method, params).await
+        let server = exposed.server.clone();
+        self.forward(&server, method, params).await
     }
 
-    async fn read_resource(&mut self) -> Response {
+    async fn read_resource(self) -> Response {
         let Some(uri) = self.param_str("uri") else {
             return self.error(StatusCode::OK, error_code::INVALID_PARAMS, "resources/read needs params.uri");
         };
-        let server = ready_catalogs(&self.registry).into_iter().find_map(|(s, c)| {
-            c.resources
-                .iter()
-                .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri.as_str()))
-                .then_some(s)
-        });
-        let Some(server) = server else {
-            return self.error(
+        let Some(server) = resource_server(&self.registry, &uri) else {
+            return error_response(
                 StatusCode::OK,
-                error_code::INVALID_PARAMS,
-                format!("Resource not found: {uri}"),
+                self.id.clone(),
+                ErrorObject::new(error_code::INVALID_PARAMS, format!("Resource not found: {uri}"))
+                    .with_data(json!({"uri": uri})),
             );
         };
         let params = self.msg.params().cloned().unwrap_or_default();
         self.forward(&server, method::RESOURCES_READ, params).await
     }
 
-    async fn forward(&mut self, server: &str, method: &str, mut params: Map<String, Value>) -> Response {
-        let Some(client) = self.registry.entry(server).and_then(|e| e.client()) else {
+    /// `completion/complete`: routed by its `ref` (a prompt's exposed name, or a resource
+    /// template / resource URI).
+    async fn complete(self) -> Response {
+        let mut params = self.msg.params().cloned().unwrap_or_default();
+        let Some(reference) = params.get("ref").and_then(Value::as_object).cloned() else {
+            return self.error(
+                StatusCode::OK,
+                error_code::INVALID_PARAMS,
+                "completion/complete needs params.ref",
+            );
+        };
+        let kind = reference.get("type").and_then(Value::as_str).unwrap_or_default();
+        let server = match kind {
+            "ref/prompt" => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+                let fed = federate(&ready_catalogs(&self.registry), &self.config.federation);
+                let Some(exposed) = fed.prompt(name) else {
+                    return self.error(
+                        StatusCode::OK,
+                        error_code::INVALID_PARAMS,
+                        format!("unknown prompt {name:?}"),
+                    );
+                };
+                let mut r = reference.clone();
+                r.insert("name".into(), json!(exposed.upstream_name));
+                params.insert("ref".into(), Value::Object(r));
+                exposed.server.clone()
+            }
+            "ref/resource" => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                match resource_server(&self.registry, uri) {
+                    Some(s) => s,
+                    None => {
+                        return self.error(
+                            StatusCode::OK,
+                            error_code::INVALID_PARAMS,
+                            format!("Resource not found: {uri}"),
+                        );
+                    }
+                }
+            }
+            other => {
+                return self.error(
+                    StatusCode::OK,
+                    error_code::INVALID_PARAMS,
+                    format!("params.ref.type must be ref/prompt or ref/resource, not {other:?}"),
+                );
+            }
+        };
+        self.forward(&server, method::COMPLETION_COMPLETE, params).await
+    }
+
+    /// Forwards a request to `server` and answers with JSON, or with an SSE stream when
+    /// anything comes before the response.
+    async fn forward(self, server: &str, method: &str, params: Map<String, Value>) -> Response {
+        let Some(client) = self.registry.client_for(server, self.client.caps()).await else {
             return self.upstream_failed(server, "not connected");
         };
-        if client.era() == Era::Legacy
-            && let Some(Value::Object(m)) = params.get_mut("_meta")
-        {
-            for k in MODERN_REQUEST_META {
-                m.remove(k);
+        let Some(id) = self.id.clone() else { return StatusCode::ACCEPTED.into_response() };
+        let binding = crate::bridge::binding(method, &params);
+        let mut call = Call {
+            config: self.config.clone(),
+            client: self.client.clone(),
+            upstream: client,
+            server: server.to_owned(),
+            method: method.to_owned(),
+            params,
+            binding,
+            exchange: None,
+            outbox: VecDeque::new(),
+            waiting: Vec::new(),
+            retry_state: None,
+            done: false,
+            id: id.clone(),
+            cancel: self.cancel.clone(),
+            rounds: 0,
+            minted: Vec::new(),
+            used_inputs: Vec::new(),
+            _guard: self.guard,
+        };
+        // A retry carrying a state the router sealed resumes a parked call.
+        let ours = call
+            .params
+            .get("requestState")
+            .and_then(Value::as_str)
+            .filter(|s| s.starts_with(STATE_PREFIX))
+            .map(str::to_owned);
+        if let Some(state) = ours {
+            if let Err(resp) = call.resume(&state) {
+                return *resp;
+            }
+        } else if let Err(e) = call.start(None).await {
+            return error_response(StatusCode::OK, Some(id), e);
+        }
+        let Some(first) = call.next().await else { return StatusCode::ACCEPTED.into_response() };
+        if first.is_response() {
+            let status = match (&call.client, first.error()) {
+                (Client::Modern { .. }, Some(e))
+                    if e.code == error_code::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                {
+                    StatusCode::BAD_REQUEST
+                }
+                _ => StatusCode::OK,
+            };
+            return json_response(status, &first);
+        }
+        sse(first, call)
+    }
+}
+
+/// Starts following `resources/updated` of `uri` on `server` (once per URI on this
+/// instance): a legacy upstream is sent `resources/subscribe` and its notifications are
+/// watched; a modern one is asked through `subscriptions/listen`. The watch ends when no
+/// session or listen stream subscribes to the URI any more.
+async fn watch_resource(registry: &Registry, config: &Arc<EndpointConfig>, server: &str, uri: &str) {
+    let Some(client) = registry.entry(server).and_then(|e| e.client()) else { return };
+    let notifier = config.notifier.clone();
+    let subscriptions = config.subscriptions.clone();
+    let uri = uri.to_owned();
+    if client.era() == Era::Legacy {
+        let mut incoming = client.upstream().incoming();
+        if let Err(e) = client.request(method::RESOURCES_SUBSCRIBE, json!({"uri": uri})).await {
+            tracing::warn!(%uri, error = %e, "upstream refused resources/subscribe");
+            return;
+        }
+        tokio::spawn(async move {
+            loop {
+                match incoming.recv().await {
+                    Ok(m) => {
+                        if m.method() == Some(method::NOTIFICATION_RESOURCES_UPDATED)
+                            && m.params().and_then(|p| p.get("uri")).and_then(Value::as_str)
+                                == Some(uri.as_str())
+                        {
+                            if !subscriptions.anyone(&uri) {
+                                let _ =
+                                    client.request(method::RESOURCES_UNSUBSCRIBE, json!({"uri": uri})).await;
+                                return;
+                            }
+                            notifier.publish(Kind::Updated(uri.clone()));
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(_) => return,
+                }
+            }
+        });
+    } else {
+        let params = json!({"notifications": {"resourceSubscriptions": [uri]}});
+        let Ok(mut exchange) = client.start(method::SUBSCRIPTIONS_LISTEN, params).await else { return };
+        tokio::spawn(async move {
+            while let Some(Ok(m)) = exchange.next().await {
+                if m.method() == Some(method::NOTIFICATION_RESOURCES_UPDATED) {
+                    if !subscriptions.anyone(&uri) {
+                        return;
+                    }
+                    notifier.publish(Kind::Updated(uri.clone()));
+                }
+            }
+        });
+    }
+}
+
+/// One forwarded request: its upstream exchange and everything the downstream is sent.
+struct Call {
+    config: Arc<EndpointConfig>,
+    client: Client,
+    upstream: Arc<switchboard_transport::McpClient>,
+    server: String,
+    method: String,
+    /// The request's params as the client sent them (name rewritten).
+    params: Map<String, Value>,
+    binding: String,
+    exchange: Option<Exchange>,
+    /// Messages to send the client before reading further.
+    outbox: VecDeque<Message>,
+    /// Answers a legacy client owes for a modern upstream's input requests.
+    waiting: Vec<(String, Value, tokio::sync::oneshot::Receiver<Message>)>,
+    /// The upstream's `requestState` to echo on the retry.
+    retry_state: Option<Value>,
+    done: bool,
+    id: Id,
+    cancel: CancellationToken,
+    rounds: usize,
+    /// Ids of server → client requests sent to a legacy client (forgotten on drop).
+    minted: Vec<Value>,
+    /// Keys of the request's own `inputResponses` already handed to a legacy upstream.
+    used_inputs: Vec<String>,
+    _guard: Option<InFlightGuard>,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if let Client::Legacy { sid, .. } = &self.client {
+            for id in &self.minted {
+                self.config.bridge.forget_answer(sid, id);
             }
         }
-        let mut exchange = match client.start(method, Value::Object(params)).await {
-            Ok(ex) => ex,
-            Err(e) => return self.upstream_failed(server, e),
+    }
+}
+
+/// Most MRTR rounds one bridged call may take.
+const MAX_ROUNDS: usize = 16;
+
+/// How long to wait for further server → client requests after the first, so requests a
+/// legacy upstream sends together reach a 2026 client in one `InputRequiredResult`.
+const GATHER: Duration = Duration::from_millis(40);
+
+impl Call {
+    fn legacy_upstream(&self) -> bool {
+        self.upstream.era() == Era::Legacy
+    }
+
+    /// The params sent upstream, adapted to its era.
+    fn upstream_params(&self, input_responses: Option<Map<String, Value>>) -> Map<String, Value> {
+        let mut params = self.params.clone();
+        if self.legacy_upstream() {
+            // A 2025-11-25 server knows none of these.
+            params.remove("inputResponses");
+            params.remove("requestState");
+            if let Some(Value::Object(m)) = params.get_mut("_meta") {
+                for k in MODERN_REQUEST_META {
+                    m.remove(k);
+                }
+                m.remove(meta::LOG_LEVEL);
+            }
+        } else if let Client::Legacy { caps, info, log_level, .. } = &self.client {
+            let m = params.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(m) = m {
+                m.insert(meta::CLIENT_CAPABILITIES.into(), caps.clone());
+                if info.as_object().is_some_and(|i| !i.is_empty()) {
+                    m.insert(meta::CLIENT_INFO.into(), info.clone());
+                }
+                if let Some(level) = log_level {
+                    m.insert(meta::LOG_LEVEL.into(), json!(level));
+                }
+            }
+        }
+        if let Some(responses) = input_responses {
+            params.insert("inputResponses".into(), Value::Object(responses));
+            match self.retry_state.clone() {
+                Some(state) => params.insert("requestState".into(), state),
+                None => params.remove("requestState"),
+            };
+        }
+        params
+    }
+
+    /// Sends the request (or its retry with the client's answers) upstream.
+    async fn start(&mut self, input_responses: Option<Map<String, Value>>) -> Result<(), ErrorObject> {
+        let params = self.upstream_params(input_responses);
+        match self.upstream.start(&self.method, Value::Object(params)).await {
+            Ok(ex) => {
+                self.exchange = Some(ex);
+                Ok(())
+            }
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    fn failed(&self, reason: impl std::fmt::Display) -> ErrorObject {
+        ErrorObject::new(
+            error_code::UPSTREAM_FAILED,
+            format!("upstream server {:?} failed: {reason}", self.server),
+        )
+    }
+
+    fn finish(&mut self, mut m: Message) -> Option<Message> {
+        m.set_id(&self.id);
+        if matches!(self.client, Client::Modern { .. })
+            && let Some(Value::Object(result)) = m.result_mut()
+        {
+            // A 2025-11-25 upstream's result, as a 2026-07-28 client must see it.
+            result.entry("resultType").or_insert_with(|| json!("complete"));
+            if self.method == method::RESOURCES_READ {
+                result.entry("ttlMs").or_insert_with(|| json!(0));
+                result.entry("cacheScope").or_insert_with(|| json!("private"));
+            }
+        }
+        self.done = true;
+        self.exchange = None;
+        Some(m)
+    }
+
+    fn finish_error(&mut self, e: ErrorObject) -> Option<Message> {
+        let m = Message::error_response(Some(self.id.clone()), e);
+        self.finish(m)
+    }
+
+    /// Resumes a parked call with the client's `inputResponses`.
+    fn resume(&mut self, state: &str) -> Result<(), Box<Response>> {
+        let refuse = |id: &Id, message: String| {
+            error_response(
+                StatusCode::OK,
+                Some(id.clone()),
+                ErrorObject::new(error_code::INVALID_PARAMS, message),
+            )
         };
-        let Some(id) = self.id.clone() else { return StatusCode::ACCEPTED.into_response() };
-        // Wait for the first relayable message: a response answers with plain JSON.
-        let first = loop {
+        let parked = match self.config.bridge.resume(&self.config.session_key, state, &self.binding) {
+            Ok(p) => p,
+            Err(e) => return Err(Box::new(refuse(&self.id, e.to_string()))),
+        };
+        let responses = match self.params.get("inputResponses") {
+            Some(Value::Object(m)) => m.clone(),
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => {
+                return Err(Box::new(refuse(&self.id, "params.inputResponses must be an object".into())));
+            }
+        };
+        let Parked { exchange, server, inputs, binding, log_level, .. } = parked;
+        let mut missing = Vec::new();
+        for (key, upstream_id, request) in inputs {
+            match responses.get(&key) {
+                Some(answer @ Value::Object(_)) => {
+                    let Some(uid) = Id::from_value(&upstream_id) else { continue };
+                    let upstream = self.upstream.upstream().clone();
+                    let reply = Message::response(uid, answer.clone());
+                    tokio::spawn(async move {
+                        if let Err(e) = upstream.send(reply).await {
+                            tracing::warn!(error = %e, "could not deliver an input response upstream");
+                        }
+                    });
+                }
+                _ => missing.push((key, upstream_id, request)),
+            }
+        }
+        if !missing.is_empty() {
+            // Ask again for what is still missing; the call stays parked.
+            let requests: Map<String, Value> =
+                missing.iter().map(|(k, _, r)| (k.clone(), r.clone())).collect();
+            let state = self
+                .config
+                .bridge
+                .park(&self.config.session_key, Parked::new(exchange, server, missing, binding, log_level));
+            let result =
+                json!({"resultType": "input_required", "inputRequests": requests, "requestState": state});
+            self.outbox.push_back(Message::response(self.id.clone(), result));
+            self.done = true;
+            return Ok(());
+        }
+        self.exchange = Some(exchange);
+        Ok(())
+    }
+
+    /// The next message for the client; the response comes last, then `None`.
+    async fn next(&mut self) -> Option<Message> {
+        loop {
+            if let Some(m) = self.outbox.pop_front() {
+                return Some(m);
+            }
+            if self.done {
+                return None;
+            }
+            if !self.waiting.is_empty() {
+                if let Err(e) = self.collect_answers().await {
+                    return self.finish_error(e);
+                }
+                continue;
+            }
+            let exchange = self.exchange.as_mut()?;
             let next = tokio::select! {
                 biased;
-                () = self.cancel.cancelled() => return cancelled(id),
+                () = self.cancel.cancelled() => {
+                    return self.finish_error(ErrorObject::new(REQUEST_CANCELLED, "Request cancelled"));
+                }
                 next = exchange.next() => next,
             };
             match next {
                 Some(Ok(m)) if m.is_response() => {
-                    let mut m = m;
-                    m.set_id(&id);
-                    return json_response(StatusCode::OK, &m);
+                    if let Some(out) = self.on_response(m).await {
+                        return Some(out);
+                    }
                 }
-                Some(Ok(m)) if relayable(&m) => break m,
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => return self.upstream_failed(server, e),
-                None => return self.upstream_failed(server, "stream ended without a response"),
+                Some(Ok(m)) if relayable(&m) => {
+                    if self.wants(&m) {
+                        return Some(m);
+                    }
+                }
+                Some(Ok(m)) if m.is_request() => {
+                    if let Some(out) = self.on_server_request(m).await {
+                        return Some(out);
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    let e = self.failed(e);
+                    return self.finish_error(e);
+                }
+                None => {
+                    let e = self.failed("stream ended without a response");
+                    return self.finish_error(e);
+                }
             }
-        };
-        sse(first, exchange, id, server.to_owned(), self.cancel.clone(), self.guard.take())
+        }
     }
+
+    /// Whether a relayed notification reaches the client (log levels).
+    fn wants(&self, m: &Message) -> bool {
+        if m.method() != Some(method::NOTIFICATION_MESSAGE) {
+            return true;
+        }
+        let level = m.params().and_then(|p| p.get("level")).and_then(Value::as_str).unwrap_or("info");
+        self.client.wants_log(level)
+    }
+
+    /// The upstream answered. A modern upstream's `input_required` for a legacy client is
+    /// asked of the client as server → client requests; anything else is the response.
+    async fn on_response(&mut self, m: Message) -> Option<Message> {
+        let input_required =
+            m.result().and_then(|r| r.get("resultType")).and_then(Value::as_str) == Some("input_required");
+        let Client::Legacy { sid, .. } = &self.client else { return self.finish(m) };
+        if !input_required {
+            return self.finish(m);
+        }
+        if self.rounds >= MAX_ROUNDS {
+            let e = ErrorObject::new(
+                error_code::INTERNAL_ERROR,
+                format!("upstream {:?} asked for input more than {MAX_ROUNDS} times", self.server),
+            );
+            return self.finish_error(e);
+        }
+        self.rounds += 1;
+        let sid = sid.clone();
+        let result = m.result().cloned().unwrap_or_default();
+        self.retry_state = result.get("requestState").cloned();
+        let requests = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+        for (key, request) in requests {
+            let req_method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if !self.client.allows(&req_method) {
+                let cap = capability_of(&req_method).unwrap_or("unknown");
+                let e = ErrorObject::new(
+                    error_code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("upstream {:?} needs {req_method}, but the session did not declare the {cap} capability", self.server),
+                )
+                .with_data(json!({"requiredCapabilities": {cap: {}}}));
+                return self.finish_error(e);
+            }
+            let id = json!(format!("sb-{}", self.config.bridge.next_id()));
+            let rx = self.config.bridge.expect_answer(&sid, &id);
+            self.minted.push(id.clone());
+            let params = request.get("params").cloned();
+            if let Some(rid) = Id::from_value(&id) {
+                self.outbox.push_back(Message::request(rid, &req_method, params));
+            }
+            self.waiting.push((key, id, rx));
+        }
+        self.exchange = None;
+        None
+    }
+
+    /// Waits for the legacy client's answers, then retries upstream with them.
+    async fn collect_answers(&mut self) -> Result<(), ErrorObject> {
+        let waiting = std::mem::take(&mut self.waiting);
+        let mut responses = Map::new();
+        let deadline = tokio::time::sleep(self.config.answer_timeout);
+        tokio::pin!(deadline);
+        for (key, id, rx) in waiting {
+            let answer = tokio::select! {
+                () = self.cancel.cancelled() => return Err(ErrorObject::new(REQUEST_CANCELLED, "Request cancelled")),
+                () = &mut deadline => {
+                    return Err(ErrorObject::new(
+                        error_code::INTERNAL_ERROR,
+                        format!("the client did not answer request {id} within {} s", self.config.answer_timeout.as_secs()),
+                    ));
+                }
+                a = rx => a,
+            };
+            let Ok(answer) = answer else {
+                return Err(ErrorObject::new(
+                    error_code::INTERNAL_ERROR,
+                    format!("request {id} was abandoned"),
+                ));
+            };
+            if let Some(e) = answer.error() {
+                return Err(ErrorObject::new(
+                    e.code,
+                    format!("the client refused request {id} for upstream {:?}: {}", self.server, e.message),
+                ));
+            }
+            responses.insert(key, answer.result().cloned().unwrap_or_else(|| json!({})));
+        }
+        self.start(Some(responses)).await
+    }
+
+    /// A legacy upstream asks the client something during the call.
+    async fn on_server_request(&mut self, m: Message) -> Option<Message> {
+        let upstream = self.upstream.upstream().clone();
+        let req_method = m.method().unwrap_or_default().to_owned();
+        let upstream_id = m.id()?;
+        if req_method == method::PING {
+            let _ = upstream.send(Message::response(upstream_id, json!({}))).await;
+            return None;
+        }
+        match self.client.clone() {
+            Client::Legacy { sid, .. } => {
+                if !self.client.allows(&req_method) {
+                    refuse_upstream(&upstream, upstream_id, &req_method).await;
+                    return None;
+                }
+                // Relay with an id of ours; the answer comes back as a POST.
+                let id = json!(format!("sb-{}", self.config.bridge.next_id()));
+                let rx = self.config.bridge.expect_answer(&sid, &id);
+                self.minted.push(id.clone());
+                let timeout = self.config.answer_timeout;
+                tokio::spawn(async move {
+                    let reply = match tokio::time::timeout(timeout, rx).await {
+                        Ok(Ok(answer)) => match answer.error() {
+                            Some(e) => Message::error_response(Some(upstream_id), e),
+                            None => Message::response(
+                                upstream_id,
+                                answer.result().cloned().unwrap_or_else(|| json!({})),
+                            ),
+                        },
+                        _ => Message::error_response(
+                            Some(upstream_id),
+                            ErrorObject::new(error_code::INTERNAL_ERROR, "the client did not answer"),
+                        ),
+                    };
+                    let _ = upstream.send(reply).await;
+                });
+                let mut out = m;
+                if let Some(rid) = Id::from_value(&id) {
+                    out.set_id(&rid);
+                }
+                Some(out)
+            }
+            Client::Modern { .. } => self.bridge_to_input_required(m).await,
+        }
+    }
+
+    /// Gathers the legacy upstream's requests, parks the call and answers the 2026 client
+    /// with an `InputRequiredResult` whose `requestState` the router sealed.
+    async fn bridge_to_input_required(&mut self, first: Message) -> Option<Message> {
+        let upstream = self.upstream.upstream().clone();
+        let mut asked = vec![first];
+        while let Some(exchange) = self.exchange.as_mut() {
+            match tokio::time::timeout(GATHER, exchange.next()).await {
+                Err(_) => break,
+                Ok(Some(Ok(m))) if m.is_request() => asked.push(m),
+                Ok(Some(Ok(m))) if m.is_response() => {
+                    // Answered without waiting for its questions: that is the response.
+                    for q in asked {
+                        if let Some(qid) = q.id() {
+                            refuse_upstream(&upstream, qid, q.method().unwrap_or_default()).await;
+                        }
+                    }
+                    return self.finish(m);
+                }
+                Ok(Some(Ok(m))) => {
+                    if relayable(&m) && self.wants(&m) {
+                        self.outbox.push_back(m);
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    let e = self.failed(e);
+                    return self.finish_error(e);
+                }
+                Ok(None) => break,
+            }
+        }
+        let mut inputs = Vec::new();
+        let mut requests = Map::new();
+        let mut unmet = Map::new();
+        for (n, q) in asked.into_iter().enumerate() {
+            let req_method = q.method().unwrap_or_default().to_owned();
+            let Some(qid) = q.id() else { continue };
+            if req_method == method::PING {
+                let _ = upstream.send(Message::response(qid, json!({}))).await;
+                continue;
+            }
+            if !self.client.allows(&req_method) {
+                if let Some(cap) = capability_of(&req_method) {
+                    unmet.insert(cap.into(), json!({}));
+                }
+                refuse_upstream(&upstream, qid, &req_method).await;
+                continue;
+            }
+            let mut params = q.params().cloned().unwrap_or_default();
+            let hint = input_key_hint(&mut params).filter(|k| !requests.contains_key(k));
+            let key = hint.unwrap_or_else(|| format!("{}_{}", req_method.replace('/', "_"), n + 1));
+            // Answered up front (a client may send inputResponses without a requestState):
+            // hand the answer over instead of asking.
+            if !self.used_inputs.contains(&key)
+                && let Some(answer @ Value::Object(_)) =
+                    self.params.get("inputResponses").and_then(|r| r.get(&key)).cloned()
+            {
+                self.used_inputs.push(key);
+                let _ = upstream.send(Message::response(qid, answer)).await;
+                continue;
+            }
+            let request = json!({"method": req_method, "params": params});
+            requests.insert(key.clone(), request.clone());
+            inputs.push((key, qid.to_value(), request));
+        }
+        if inputs.is_empty() && unmet.is_empty() {
+            // Everything was answered from the request's own inputResponses.
+            return None;
+        }
+        if inputs.is_empty() {
+            let e = ErrorObject::new(
+                error_code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("upstream {:?} needs client capabilities the request did not declare", self.server),
+            )
+            .with_data(json!({"requiredCapabilities": unmet}));
+            return self.finish_error(e);
+        }
+        let Some(exchange) = self.exchange.take() else {
+            let e = self.failed("the call ended while asking for input");
+            return self.finish_error(e);
+        };
+        let state = self.config.bridge.park(
+            &self.config.session_key,
+            Parked::new(
+                exchange,
+                self.server.clone(),
+                inputs,
+                self.binding.clone(),
+                self.client.log_level().map(str::to_owned),
+            ),
+        );
+        let result =
+            json!({"resultType": "input_required", "inputRequests": requests, "requestState": state});
+        let m = Message::response(self.id.clone(), result);
+        self.done = true;
+        // Notifications gathered meanwhile go first.
+        self.outbox.push_back(m);
+        self.outbox.pop_front()
+    }
+}
+
+/// `_meta` key by which a 2025-11-25 server may name the input a request of its asks for;
+/// the router then uses that name as the `inputRequests` key when it bridges the request to
+/// a 2026-07-28 client (otherwise it makes one up from the method).
+pub const INPUT_KEY_META: &str = "dev.switchboard/inputKey";
+
+/// Takes a valid input key hint out of a server request's params.
+fn input_key_hint(params: &mut Map<String, Value>) -> Option<String> {
+    let Some(Value::Object(m)) = params.get_mut("_meta") else { return None };
+    let hint = m.remove(INPUT_KEY_META)?;
+    if m.is_empty() {
+        params.remove("_meta");
+    }
+    let key = hint.as_str()?;
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    ok.then(|| key.to_owned())
+}
+
+/// Tells a legacy upstream the client cannot answer its request.
+async fn refuse_upstream(upstream: &Arc<dyn switchboard_transport::Upstream>, id: Id, req_method: &str) {
+    let cap = capability_of(req_method).unwrap_or("that");
+    let e = ErrorObject::new(
+        error_code::METHOD_NOT_FOUND,
+        format!("the client did not declare the {cap} capability ({req_method})"),
+    );
+    let _ = upstream.send(Message::error_response(Some(id), e)).await;
 }
 
 fn relayable(m: &Message) -> bool {
@@ -644,70 +1650,18 @@ fn event(m: &Message) -> Result<Event, Infallible> {
     Ok(Event::default().event("message").data(m.to_json()))
 }
 
-/// The answer to a request the client cancelled (dropping the exchange cancels upstream).
-fn cancelled(id: Id) -> Response {
-    error_response(StatusCode::OK, Some(id), ErrorObject::new(REQUEST_CANCELLED, "Request cancelled"))
-}
-
 /// JSON-RPC code for a request the client cancelled.
 const REQUEST_CANCELLED: i64 = -32800;
 
-struct Relay {
-    cancel: CancellationToken,
-    _guard: Option<InFlightGuard>,
-    first: Option<Message>,
-    exchange: Exchange,
-    id: Id,
-    server: String,
-    done: bool,
-}
-
-/// An SSE response relaying interim notifications and ending with the response. Dropping
-/// the stream (the client went away) drops the exchange, which cancels upstream.
-fn sse(
-    first: Message,
-    exchange: Exchange,
-    id: Id,
-    server: String,
-    cancel: CancellationToken,
-    guard: Option<InFlightGuard>,
-) -> Response {
-    let relay = Relay { cancel, _guard: guard, first: Some(first), exchange, id, server, done: false };
-    let stream = futures::stream::unfold(relay, |mut r| async move {
-        if let Some(m) = r.first.take() {
-            return Some((event(&m), r));
+/// An SSE response relaying the call's messages and ending with its response. Dropping the
+/// stream (the client went away) drops the call and its exchange, which cancels upstream.
+fn sse(first: Message, call: Call) -> Response {
+    let stream = futures::stream::unfold((Some(first), call), |(first, mut call)| async move {
+        if let Some(m) = first {
+            return Some((event(&m), (None, call)));
         }
-        if r.done {
-            return None;
-        }
-        loop {
-            let next = tokio::select! {
-                biased;
-                () = r.cancel.cancelled() => return None,
-                next = r.exchange.next() => next,
-            };
-            match next {
-                Some(Ok(mut m)) if m.is_response() => {
-                    m.set_id(&r.id);
-                    r.done = true;
-                    return Some((event(&m), r));
-                }
-                Some(Ok(m)) if relayable(&m) => return Some((event(&m), r)),
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => {
-                    r.done = true;
-                    let err = Message::error_response(
-                        Some(r.id.clone()),
-                        ErrorObject::new(
-                            error_code::UPSTREAM_FAILED,
-                            format!("upstream server {:?} failed: {e}", r.server),
-                        ),
-                    );
-                    return Some((event(&err), r));
-                }
-                None => return None,
-            }
-        }
+        let m = call.next().await?;
+        Some((event(&m), (None, call)))
     });
     let mut resp = Sse::new(stream).into_response();
     resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));

@@ -84,7 +84,9 @@ pub fn router(state: HttpState) -> Router {
             post(|State(s): State<Arc<HttpState>>, headers: HeaderMap, body: Body| async move {
                 endpoint::post(s.registry.clone(), s.endpoint.clone(), headers, body).await
             })
-            .get(endpoint::not_allowed)
+            .get(|State(s): State<Arc<HttpState>>, headers: HeaderMap| async move {
+                endpoint::get(s.registry.clone(), s.endpoint.clone(), headers).await
+            })
             .delete(|State(s): State<Arc<HttpState>>, headers: HeaderMap| async move {
                 endpoint::delete(s.endpoint.clone(), headers).await
             }),

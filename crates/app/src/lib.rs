@@ -5,12 +5,14 @@
 //! typed configuration from here and never look at the environment themselves.
 
 pub mod blobs;
+pub mod bridge;
 pub mod builtins;
 pub mod config;
 pub mod diagnose;
 pub mod endpoint;
 pub mod http;
 pub mod invoker;
+pub mod notify;
 pub mod probe;
 pub mod serve;
 pub mod servers;

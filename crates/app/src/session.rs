@@ -65,7 +65,7 @@ impl SessionKey {
         SessionKey(h.finalize().into())
     }
 
-    fn mac(&self, data: &[u8]) -> [u8; 32] {
+    pub(crate) fn mac(&self, data: &[u8]) -> [u8; 32] {
         let mut block = [0u8; 64];
         block[..32].copy_from_slice(&self.0);
         let ipad: Vec<u8> = block.iter().map(|b| b ^ 0x36).collect();

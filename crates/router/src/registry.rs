@@ -7,7 +7,7 @@
 //! reconnect). Every state change carries its reason; every handshake, successful or
 //! not, becomes a record in the store and an event on the bus.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -115,6 +115,9 @@ pub struct ServerEntry {
     era: RwLock<Option<Era>>,
     cancel: CancellationToken,
     refresh_now: Notify,
+    /// Extra 2025-11-25 HTTP sessions, one per set of client capabilities (see
+    /// [`Registry::client_for`]).
+    sessions: tokio::sync::Mutex<HashMap<String, Arc<McpClient>>>,
 }
 
 fn read<T: Clone>(l: &RwLock<T>) -> T {
@@ -176,6 +179,9 @@ pub trait BuiltinConnector: Send + Sync {
     -> Result<Arc<dyn Upstream>, String>;
 }
 
+/// Most per-capability 2025-11-25 sessions held per server.
+pub const MAX_CAPABILITY_SESSIONS: usize = 16;
+
 struct Inner {
     config: RegistryConfig,
     builtins: RwLock<Option<Arc<dyn BuiltinConnector>>>,
@@ -195,6 +201,46 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The client to use for a caller with capabilities `caps`. A 2025-11-25 server learns
+    /// a client's capabilities once, at `initialize`, and decides what to ask (or refuse)
+    /// from them; so for a legacy HTTP server the router holds one upstream session per
+    /// distinct set of caller capabilities (at most [`MAX_CAPABILITY_SESSIONS`]; beyond that,
+    /// and for every other server, the shared connection).
+    pub async fn client_for(&self, name: &str, caps: &serde_json::Value) -> Option<Arc<McpClient>> {
+        let entry = self.entry(name)?;
+        let shared = entry.client()?;
+        let TransportSpec::Http { url, headers } = &entry.spec.transport else { return Some(shared) };
+        if shared.era() != Era::Legacy {
+            return Some(shared);
+        }
+        let key = caps.to_string();
+        let mut sessions = entry.sessions.lock().await;
+        if let Some(c) = sessions.get(&key) {
+            if c.upstream().status().connected {
+                return Some(c.clone());
+            }
+            sessions.remove(&key);
+        }
+        if sessions.len() >= MAX_CAPABILITY_SESSIONS {
+            return Some(shared);
+        }
+        let mut cfg = HttpConfig::new(url.clone());
+        cfg.headers = headers.clone();
+        let tap = self.inner.frames.tap("upstream", &entry.spec.name, "http");
+        let Ok(up) = HttpUpstream::new(cfg, tap, entry.cancel.child_token()) else { return Some(shared) };
+        let mut options = self.inner.connect_options(&entry);
+        options.client_capabilities = caps.clone();
+        options.era_hint = Some(Era::Legacy);
+        match McpClient::connect(up as Arc<dyn Upstream>, options).await {
+            Ok(c) if c.era() == Era::Legacy => {
+                let c = Arc::new(c);
+                sessions.insert(key, c.clone());
+                Some(c)
+            }
+            Ok(_) | Err(_) => Some(shared),
+        }
+    }
+
     /// An empty registry. `cancel` stops every server task.
     pub fn new(
         config: RegistryConfig,
@@ -275,6 +321,7 @@ impl Registry {
             era: RwLock::new(era_hint),
             cancel: self.inner.cancel.child_token(),
             refresh_now: Notify::new(),
+            sessions: tokio::sync::Mutex::new(HashMap::new()),
         });
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
         if entry.spec.enabled {
@@ -438,6 +485,14 @@ impl Inner {
             era_hint: read(&entry.era),
             handshake_timeout: self.config.handshake_timeout,
             request_timeout: self.config.request_timeout,
+            // The router relays what upstreams ask during a call to the calling client (or
+            // turns it into an input request for a 2026 client), so it declares all of it;
+            // a client lacking a capability gets the request refused on its behalf.
+            client_capabilities: serde_json::json!({
+                "sampling": {},
+                "elicitation": {"form": {}, "url": {}},
+                "roots": {},
+            }),
             ..Default::default()
         }
     }

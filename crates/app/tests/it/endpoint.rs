@@ -533,8 +533,10 @@ async fn legacy_client_session_lifecycle() {
     let (status, r) = env.legacy_call(Some(&sid), &legacy_request(5, "tools/list", json!({}))).await;
     assert_eq!(status, 404, "{r}");
     assert!(r["error"]["code"].is_i64(), "{r}");
-    // GET never opens a standalone stream, with or without a session.
+    // An ended session has no GET stream either; without a session GET is 405.
     let r = env.http.get(&env.url).header("Mcp-Session-Id", &sid).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let r = env.http.get(&env.url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 405);
 }
 
@@ -573,12 +575,24 @@ async fn legacy_version_header_mismatch_is_400() {
         .post(&env.url)
         .header("Accept", "application/json, text/event-stream")
         .header("Mcp-Session-Id", &sid)
-        .header("MCP-Protocol-Version", "2025-06-18")
+        .header("MCP-Protocol-Version", "1999-01-01")
         .json(&legacy_request(1, "tools/list", json!({})))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
+    // Another 2025-era version is accepted (clients of older SDKs send their own).
+    let r = env
+        .http
+        .post(&env.url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-03-26")
+        .json(&legacy_request(3, "tools/list", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
     // Without the header the session's version applies.
     let r = env
         .http
@@ -693,4 +707,160 @@ async fn expect_upstream_cancel(
     })
     .await
     .expect("the legacy upstream is sent notifications/cancelled");
+}
+
+/// Reads the next SSE event's JSON from a streaming response (`buf` keeps partial input),
+/// with its `id:` line if any.
+async fn next_event(r: &mut reqwest::Response, buf: &mut String) -> (Option<String>, Value) {
+    loop {
+        if let Some(end) = buf.find("\n\n") {
+            let raw: String = buf.drain(..end + 2).collect();
+            let id = raw.lines().find_map(|l| l.strip_prefix("id:")).map(|v| v.trim().to_owned());
+            let data: String = raw
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join("");
+            if data.is_empty() {
+                continue; // keep-alive comment
+            }
+            return (id, serde_json::from_str(&data).unwrap());
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(15), r.chunk())
+            .await
+            .expect("an event within 15 s")
+            .unwrap()
+            .expect("the stream stays open");
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn list_changes_reach_listen_streams_and_legacy_get_streams() {
+    let env = start().await;
+    // A 2026-07-28 subscription: acknowledged first, tagged with the listen request's id.
+    let mut listen = env
+        .post(&request(41, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})))
+        .await;
+    assert_eq!(listen.status(), 200);
+    let mut lbuf = String::new();
+    let (_, ack) = next_event(&mut listen, &mut lbuf).await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true, "{ack}");
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 41, "{ack}");
+    // A 2025-11-25 session's GET stream.
+    let sid = env.legacy_initialize().await;
+    let mut get = env.http.get(&env.url).header("Mcp-Session-Id", &sid).send().await.unwrap();
+    assert_eq!(get.status(), 200);
+    assert!(get.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+
+    let (_, r) = env
+        .call(&request(42, "tools/call", json!({"name": "alpha__add_tool", "arguments": {"name": "fresh"}})))
+        .await;
+    assert!(r["result"].is_object(), "{r}");
+
+    let (_, note) = next_event(&mut listen, &mut lbuf).await;
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    assert_eq!(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 41, "{note}");
+    let mut gbuf = String::new();
+    let (event_id, note) = next_event(&mut get, &mut gbuf).await;
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    let seq: u64 = event_id.expect("SSE id").parse().unwrap();
+    // The federated list has the new tool by now (no collision, so not prefixed).
+    let (_, r) = env.call(&request(43, "tools/list", json!({}))).await;
+    assert!(r["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "fresh"), "{r}");
+
+    // Resuming from before that event replays it; from it, nothing is replayed.
+    let mut again = env
+        .http
+        .get(&env.url)
+        .header("Mcp-Session-Id", &sid)
+        .header("Last-Event-ID", (seq - 1).to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut abuf = String::new();
+    let (replayed_id, note) = next_event(&mut again, &mut abuf).await;
+    assert_eq!(replayed_id, Some(seq.to_string()));
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+}
+
+#[tokio::test]
+async fn a_legacy_upstreams_question_becomes_a_sealed_single_use_input_request() {
+    let stop = CancellationToken::new();
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = Era::Legacy;
+    cfg.profile = switchboard_fixtures::config::Profile::Conformance;
+    let f = Fixture::bind(cfg).await.unwrap();
+    let url = f.url().unwrap();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { f.serve(stop).await }
+    });
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(100),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+    registry.add(spec).await.unwrap();
+    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let endpoint = Arc::new(EndpointConfig::default());
+    let app = router(HttpState { blobs, registry: Some(registry.clone()), endpoint: endpoint.clone() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp =
+        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
+    tokio::spawn(serve(listener, app, stop.child_token()));
+
+    let tool = "test_input_required_result_request_state";
+    let ask = |id: u64, extra: Value| {
+        let mut body = request(id, "tools/call", json!({"name": tool, "arguments": {}}));
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+        if let Value::Object(extra) = extra {
+            for (k, v) in extra {
+                body["params"][k] = v;
+            }
+        }
+        body
+    };
+    let (status, r) = mcp.call(&ask(1, json!({}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let state = r["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(state.starts_with("sbrs1."), "the router sealed it: {state}");
+    let requests = r["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(requests["confirm"]["method"], "elicitation/create", "the upstream's key hint: {r}");
+    assert_eq!(endpoint.bridge.parked_count(), 1);
+
+    let answer = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    let (_, tampered) =
+        mcp.call(&ask(2, json!({"inputResponses": answer, "requestState": format!("{state}x")}))).await;
+    assert_eq!(tampered["error"]["code"], -32602, "{tampered}");
+    assert!(tampered["error"]["message"].as_str().unwrap().contains("integrity"), "{tampered}");
+    let mut other = ask(3, json!({"inputResponses": answer, "requestState": state}));
+    other["params"]["arguments"] = json!({"extra": 1});
+    let (_, mismatch) = mcp.call(&other).await;
+    assert_eq!(mismatch["error"]["code"], -32602, "bound to the original arguments: {mismatch}");
+
+    let (status, done) = mcp.call(&ask(4, json!({"inputResponses": answer, "requestState": state}))).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert!(done["result"]["content"][0]["text"].as_str().unwrap().contains("state-ok"), "{done}");
+    let (_, reused) = mcp.call(&ask(5, json!({"inputResponses": answer, "requestState": state}))).await;
+    assert_eq!(reused["error"]["code"], -32602, "single use: {reused}");
+    assert!(reused["error"]["message"].as_str().unwrap().contains("already used"), "{reused}");
+    assert_eq!(endpoint.bridge.parked_count(), 0);
+
+    // A client without the capability is told which one is missing.
+    let mut bare = ask(6, json!({}));
+    bare["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let (status, r) = mcp.call(&bare).await;
+    assert_eq!(status, 400, "{r}");
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    stop.cancel();
 }
