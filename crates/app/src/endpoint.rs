@@ -1061,6 +1061,8 @@ impl Handler {
             rounds: 0,
             minted: Vec::new(),
             used_inputs: Vec::new(),
+            incoming: None,
+            logs_on_incoming: false,
             _guard: self.guard,
         };
         // A retry carrying a state the router sealed resumes a parked call.
@@ -1170,6 +1172,10 @@ struct Call {
     minted: Vec<Value>,
     /// Keys of the request's own `inputResponses` already handed to a legacy upstream.
     used_inputs: Vec<String>,
+    /// A legacy upstream's messages outside any request (its log messages during the call).
+    incoming: Option<tokio::sync::broadcast::Receiver<Message>>,
+    /// Whether this call's upstream sent it log messages on the GET stream.
+    logs_on_incoming: bool,
     _guard: Option<InFlightGuard>,
 }
 
@@ -1233,6 +1239,11 @@ impl Call {
     /// Sends the request (or its retry with the client's answers) upstream.
     async fn start(&mut self, input_responses: Option<Map<String, Value>>) -> Result<(), ErrorObject> {
         let params = self.upstream_params(input_responses);
+        if self.legacy_upstream() && self.incoming.is_none() {
+            // A 2025-11-25 server may send its log messages on the session's GET stream
+            // rather than the call's; those arriving during the call are relayed to it.
+            self.incoming = Some(self.upstream.upstream().incoming());
+        }
         match self.upstream.start(&self.method, Value::Object(params)).await {
             Ok(ex) => {
                 self.exchange = Some(ex);
@@ -1342,17 +1353,35 @@ impl Call {
                 continue;
             }
             let exchange = self.exchange.as_mut()?;
+            let incoming = &mut self.incoming;
             let next = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => {
                     return self.finish_error(ErrorObject::new(REQUEST_CANCELLED, "Request cancelled"));
                 }
                 next = exchange.next() => next,
+                m = async {
+                    match incoming.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    match m {
+                        Ok(m) if m.method() == Some(method::NOTIFICATION_MESSAGE) && self.wants(&m) => {
+                            self.logs_on_incoming = true;
+                            return Some(m);
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => self.incoming = None,
+                    }
+                    continue;
+                }
             };
             match next {
                 Some(Ok(m)) if m.is_response() => {
+                    self.drain_incoming_logs().await;
                     if let Some(out) = self.on_response(m).await {
-                        return Some(out);
+                        self.outbox.push_back(out);
                     }
                 }
                 Some(Ok(m)) if relayable(&m) => {
@@ -1373,6 +1402,34 @@ impl Call {
                 None => {
                     let e = self.failed("stream ended without a response");
                     return self.finish_error(e);
+                }
+            }
+        }
+    }
+
+    /// Before the response: log messages of the call that a legacy upstream sent on its GET
+    /// stream may still be on their way; those already here are relayed, and when this call
+    /// has seen such messages, stragglers get a few milliseconds.
+    async fn drain_incoming_logs(&mut self) {
+        let Some(rx) = self.incoming.as_mut() else { return };
+        let grace = if self.logs_on_incoming { Duration::from_millis(15) } else { Duration::ZERO };
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let m = match rx.try_recv() {
+                Ok(m) => m,
+                Err(tokio::sync::broadcast::error::TryRecvError::Empty) if !grace.is_zero() => {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Ok(m)) => m,
+                        _ => break,
+                    }
+                }
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+                Err(_) => break,
+            };
+            if m.method() == Some(method::NOTIFICATION_MESSAGE) {
+                let level = m.params().and_then(|p| p.get("level")).and_then(Value::as_str).unwrap_or("info");
+                if self.client.wants_log(level) {
+                    self.outbox.push_back(m);
                 }
             }
         }

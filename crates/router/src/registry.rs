@@ -179,6 +179,18 @@ pub trait BuiltinConnector: Send + Sync {
     -> Result<Arc<dyn Upstream>, String>;
 }
 
+/// Asks a 2025-11-25 server that logs for every level: the endpoint filters log messages
+/// per caller (a session's own `logging/setLevel`, a 2026 request's `_meta` logLevel).
+async fn open_logging(client: &McpClient) {
+    let hs = client.handshake();
+    if hs.era == Era::Legacy
+        && hs.server_capabilities.get("logging").is_some()
+        && let Err(e) = client.request("logging/setLevel", serde_json::json!({"level": "debug"})).await
+    {
+        tracing::debug!(error = %e, "logging/setLevel refused");
+    }
+}
+
 /// Most per-capability 2025-11-25 sessions held per server.
 pub const MAX_CAPABILITY_SESSIONS: usize = 16;
 
@@ -234,6 +246,7 @@ impl Registry {
         match McpClient::connect(up as Arc<dyn Upstream>, options).await {
             Ok(c) if c.era() == Era::Legacy => {
                 let c = Arc::new(c);
+                open_logging(&c).await;
                 sessions.insert(key, c.clone());
                 Some(c)
             }
@@ -835,6 +848,7 @@ async fn connect_and_watch(
     };
     let hs = client.handshake();
     write(&entry.era, Some(hs.era));
+    open_logging(&client).await;
     if let Some(store) = &inner.store
         && let Err(e) = store.set_server_era(&entry.id, hs.era.as_str()).await
     {
