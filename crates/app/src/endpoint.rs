@@ -76,6 +76,8 @@ pub struct EndpointConfig {
     pub subscriptions: Subscriptions,
     /// How long a legacy client may take to answer a server → client request.
     pub answer_timeout: Duration,
+    /// The federation of the ready servers, rebuilt when the registry changes.
+    pub views: ViewCache,
 }
 
 impl Default for EndpointConfig {
@@ -94,6 +96,7 @@ impl Default for EndpointConfig {
             notifier: Notifier::default(),
             subscriptions: Subscriptions::default(),
             answer_timeout: Duration::from_secs(300),
+            views: ViewCache::default(),
         }
     }
 }
@@ -554,6 +557,53 @@ struct Handler {
     client: Client,
 }
 
+/// What the endpoint derives from the ready servers' catalogs: valid for one
+/// [`Registry::version`], so calls do not re-federate every catalog.
+pub struct View {
+    version: u64,
+    /// The ready servers' catalogs, by name.
+    pub catalogs: BTreeMap<String, Arc<switchboard_router::catalog::Catalog>>,
+    /// Their federation under the endpoint's prefix mode.
+    pub federation: switchboard_router::federation::Federation,
+    /// Mirrored (`x-mcp-header`) parameters of each exposed tool.
+    header_params: std::collections::HashMap<String, Vec<headers::HeaderParam>>,
+}
+
+/// The current [`View`], shared by the requests of one endpoint.
+#[derive(Clone, Default)]
+pub struct ViewCache(Arc<std::sync::RwLock<Option<Arc<View>>>>);
+
+impl std::fmt::Debug for ViewCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ViewCache")
+    }
+}
+
+impl ViewCache {
+    /// The view of `registry` now, rebuilt if the registry changed since the last one.
+    pub fn get(&self, registry: &Registry, federation: &FederationConfig) -> Arc<View> {
+        let version = registry.version();
+        if let Some(v) = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+            && v.version == version
+        {
+            return v.clone();
+        }
+        let catalogs = ready_catalogs(registry);
+        let fed = federate(&catalogs, federation);
+        let header_params = fed
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let params = t.raw.get("inputSchema").and_then(|s| headers::header_params(s).ok())?;
+                (!params.is_empty()).then(|| (t.name.clone(), params))
+            })
+            .collect();
+        let view = Arc::new(View { version, catalogs, federation: fed, header_params });
+        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(view.clone());
+        view
+    }
+}
+
 /// The ready servers' catalogs, by name.
 fn ready_catalogs(registry: &Registry) -> BTreeMap<String, Arc<switchboard_router::catalog::Catalog>> {
     registry
@@ -602,8 +652,8 @@ pub fn template_matches(tpl: &str, uri: &str) -> bool {
 }
 
 /// The ready server offering resource `uri`: one listing it, else one whose template matches.
-fn resource_server(registry: &Registry, uri: &str) -> Option<String> {
-    let catalogs = ready_catalogs(registry);
+fn resource_server(view: &View, uri: &str) -> Option<String> {
+    let catalogs = &view.catalogs;
     let listed = catalogs.iter().find_map(|(s, c)| {
         c.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri)).then(|| s.clone())
     });
@@ -619,6 +669,10 @@ fn resource_server(registry: &Registry, uri: &str) -> Option<String> {
 }
 
 impl Handler {
+    fn view(&self) -> Arc<View> {
+        self.config.views.get(&self.registry, &self.config.federation)
+    }
+
     fn error(&self, status: StatusCode, code: i64, message: impl Into<String>) -> Response {
         error_response(status, self.id.clone(), ErrorObject::new(code, message))
     }
@@ -652,18 +706,13 @@ impl Handler {
             }
         }
         // Mirrored parameters of the called tool, when it is known.
-        let header_params = if method == method::TOOLS_CALL {
-            let fed = federate(&ready_catalogs(&self.registry), &self.config.federation);
-            self.msg
-                .name()
-                .and_then(|n| fed.tool(n))
-                .and_then(|t| t.raw.get("inputSchema"))
-                .and_then(|s| headers::header_params(s).ok())
-                .unwrap_or_default()
+        let view = self.view();
+        let header_params: &[headers::HeaderParam] = if method == method::TOOLS_CALL {
+            self.msg.name().and_then(|n| view.header_params.get(n)).map(Vec::as_slice).unwrap_or_default()
         } else {
-            Vec::new()
+            &[]
         };
-        if let Err(e) = headers::validate_request_headers(get, &self.msg, &header_params) {
+        if let Err(e) = headers::validate_request_headers(get, &self.msg, header_params) {
             return error_response(StatusCode::BAD_REQUEST, self.id.clone(), e);
         }
         let requested = self.msg.protocol_version().unwrap_or_default().to_owned();
@@ -698,9 +747,11 @@ impl Handler {
             method::PROMPTS_LIST => self.list_federated(false),
             method::RESOURCES_LIST => self.list_resources(),
             method::RESOURCES_TEMPLATES_LIST => {
-                let items = ready_catalogs(&self.registry)
-                    .into_values()
-                    .flat_map(|c| c.resource_templates.clone())
+                let items = self
+                    .view()
+                    .catalogs
+                    .values()
+                    .flat_map(|c| c.resource_templates.iter().cloned())
                     .collect();
                 self.page("resourceTemplates", items)
             }
@@ -757,13 +808,13 @@ impl Handler {
     }
 
     fn list_federated(&self, tools: bool) -> Response {
-        let fed = federate(&ready_catalogs(&self.registry), &self.config.federation);
-        let (key, list) = if tools { ("tools", fed.tools) } else { ("prompts", fed.prompts) };
-        self.page(key, list.into_iter().map(|e| e.raw).collect())
+        let view = self.view();
+        let list = if tools { &view.federation.tools } else { &view.federation.prompts };
+        self.page(if tools { "tools" } else { "prompts" }, list.iter().map(|e| e.raw.clone()).collect())
     }
 
     fn list_resources(&self) -> Response {
-        let items = ready_catalogs(&self.registry).into_values().flat_map(|c| c.resources.clone()).collect();
+        let items = self.view().catalogs.values().flat_map(|c| c.resources.iter().cloned()).collect();
         self.page("resources", items)
     }
 
@@ -806,7 +857,7 @@ impl Handler {
         let Some(uri) = self.param_str("uri") else {
             return self.error(StatusCode::OK, error_code::INVALID_PARAMS, "params.uri is required");
         };
-        let Some(server) = resource_server(&self.registry, &uri) else {
+        let Some(server) = resource_server(&self.view(), &uri) else {
             return self.error(
                 StatusCode::OK,
                 error_code::INVALID_PARAMS,
@@ -862,7 +913,7 @@ impl Handler {
         let mut uris = Vec::new();
         if let Some(requested) = filter.get("resourceSubscriptions").and_then(Value::as_array) {
             for uri in requested.iter().filter_map(Value::as_str) {
-                if let Some(server) = resource_server(&self.registry, uri)
+                if let Some(server) = resource_server(&self.view(), uri)
                     && upstream_caps(&self.registry, &server).pointer("/resources/subscribe")
                         == Some(&json!(true))
                 {
@@ -934,8 +985,8 @@ impl Handler {
 
     async fn call(self, method: &str) -> Response {
         let name = self.msg.name().unwrap_or_default().to_owned();
-        let catalogs = ready_catalogs(&self.registry);
-        let fed = federate(&catalogs, &self.config.federation);
+        let view = self.view();
+        let (catalogs, fed) = (&view.catalogs, &view.federation);
         let (kind, found) = if method == method::TOOLS_CALL {
             ("tool", fed.tool(&name))
         } else {
@@ -971,7 +1022,7 @@ impl Handler {
         let Some(uri) = self.param_str("uri") else {
             return self.error(StatusCode::OK, error_code::INVALID_PARAMS, "resources/read needs params.uri");
         };
-        let Some(server) = resource_server(&self.registry, &uri) else {
+        let Some(server) = resource_server(&self.view(), &uri) else {
             return error_response(
                 StatusCode::OK,
                 self.id.clone(),
@@ -998,8 +1049,8 @@ impl Handler {
         let server = match kind {
             "ref/prompt" => {
                 let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-                let fed = federate(&ready_catalogs(&self.registry), &self.config.federation);
-                let Some(exposed) = fed.prompt(name) else {
+                let view = self.view();
+                let Some(exposed) = view.federation.prompt(name) else {
                     return self.error(
                         StatusCode::OK,
                         error_code::INVALID_PARAMS,
@@ -1013,7 +1064,7 @@ impl Handler {
             }
             "ref/resource" => {
                 let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
-                match resource_server(&self.registry, uri) {
+                match resource_server(&self.view(), uri) {
                     Some(s) => s,
                     None => {
                         return self.error(
@@ -1042,7 +1093,6 @@ impl Handler {
             return self.upstream_failed(server, "not connected");
         };
         let Some(id) = self.id.clone() else { return StatusCode::ACCEPTED.into_response() };
-        let binding = crate::bridge::binding(method, &params);
         let mut call = Call {
             config: self.config.clone(),
             client: self.client.clone(),
@@ -1050,7 +1100,6 @@ impl Handler {
             server: server.to_owned(),
             method: method.to_owned(),
             params,
-            binding,
             exchange: None,
             outbox: VecDeque::new(),
             waiting: Vec::new(),
@@ -1156,7 +1205,6 @@ struct Call {
     method: String,
     /// The request's params as the client sent them (name rewritten).
     params: Map<String, Value>,
-    binding: String,
     exchange: Option<Exchange>,
     /// Messages to send the client before reading further.
     outbox: VecDeque<Message>,
@@ -1197,6 +1245,11 @@ const MAX_ROUNDS: usize = 16;
 const GATHER: Duration = Duration::from_millis(40);
 
 impl Call {
+    /// What a sealed `requestState` of this call is bound to (computed when needed only).
+    fn binding(&self) -> String {
+        crate::bridge::binding(&self.method, &self.params)
+    }
+
     fn legacy_upstream(&self) -> bool {
         self.upstream.era() == Era::Legacy
     }
@@ -1291,7 +1344,7 @@ impl Call {
                 ErrorObject::new(error_code::INVALID_PARAMS, message),
             )
         };
-        let parked = match self.config.bridge.resume(&self.config.session_key, state, &self.binding) {
+        let parked = match self.config.bridge.resume(&self.config.session_key, state, &self.binding()) {
             Ok(p) => p,
             Err(e) => return Err(Box::new(refuse(&self.id, e.to_string()))),
         };
@@ -1655,7 +1708,7 @@ impl Call {
                 exchange,
                 self.server.clone(),
                 inputs,
-                self.binding.clone(),
+                self.binding(),
                 self.client.log_level().map(str::to_owned),
             ),
         );

@@ -2,10 +2,12 @@
 //! router's federated `POST /mcp` endpoint against the same rmcp fixture upstream called
 //! directly, in one run, on loopback.
 //!
-//! [`run`] starts an in-process fixture (Streamable HTTP, 2026-07-28 stateless) and a router
-//! (a [`Registry`] with that fixture as its only upstream, plus the app's HTTP listener), both
-//! on `127.0.0.1:0`, then drives the "direct" and "router" phases with the same number of
-//! concurrent keep-alive clients and reports a [`Report`].
+//! With [`Upstream::Http`], [`run`] starts an in-process fixture (Streamable HTTP, 2026-07-28
+//! stateless) and a router (a [`Registry`] with that fixture as its only upstream, plus the
+//! app's HTTP listener), both on `127.0.0.1:0`. With [`Upstream::Stdio`] the upstream is the
+//! `mcp-fixture` binary over stdio: "direct" is a client speaking to its own child process,
+//! "router" reaches another child through the router's endpoint. Both phases use the same
+//! number of concurrent clients; the [`Report`] gives their difference.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,15 +23,30 @@ use switchboard_fixtures::Fixture;
 use switchboard_fixtures::config::{FixtureConfig, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
-use switchboard_transport::FrameBus;
+use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
+use switchboard_transport::{ConnectOptions, FrameBus, McpClient, Tap};
 use tokio_util::sync::CancellationToken;
 
 /// The protocol version both phases speak.
 pub const VERSION: &str = "2026-07-28";
 
+/// How the upstream is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upstream {
+    /// Streamable HTTP, an in-process rmcp fixture.
+    Http,
+    /// stdio, an `mcp-fixture --transport stdio` child process.
+    Stdio,
+}
+
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
+    /// The upstream's transport.
+    pub upstream: Upstream,
+    /// The `mcp-fixture` binary (stdio upstream); default: beside this executable.
+    pub fixture_bin: Option<std::path::PathBuf>,
     /// Measured requests per phase.
     pub requests: usize,
     /// Concurrent clients per phase.
@@ -42,7 +59,14 @@ pub struct BenchConfig {
 
 impl Default for BenchConfig {
     fn default() -> Self {
-        Self { requests: 5000, concurrency: 32, warmup: 200, max_duration: Duration::from_secs(120) }
+        Self {
+            upstream: Upstream::Http,
+            fixture_bin: None,
+            requests: 5000,
+            concurrency: 32,
+            warmup: 200,
+            max_duration: Duration::from_secs(120),
+        }
     }
 }
 
@@ -66,6 +90,8 @@ pub struct PhaseStats {
 /// The result of a run: both phases and their difference.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The upstream's transport.
+    pub upstream: Upstream,
     /// Concurrent clients used.
     pub concurrency: usize,
     /// The upstream called directly.
@@ -96,10 +122,11 @@ impl Report {
             ));
         }
         s.push_str(&format!(
-            "added p50: {:.1} µs, added p99: {:.1} µs, throughput router/direct: {:.3} (concurrency {}){}\n",
+            "added p50: {:.1} µs, added p99: {:.1} µs, throughput router/direct: {:.3} ({:?} upstream, concurrency {}){}\n",
             self.added_p50_us,
             self.added_p99_us,
             self.throughput_ratio,
+            self.upstream,
             self.concurrency,
             if self.truncated { " [truncated by --max-seconds]" } else { "" }
         ));
@@ -107,11 +134,31 @@ impl Report {
     }
 }
 
-/// One phase's target: the endpoint URL and the tool name it knows `echo` by.
+/// One phase's target.
 #[derive(Clone)]
-struct Target {
-    url: String,
-    tool: Arc<str>,
+enum Target {
+    /// An MCP endpoint URL and the tool name it knows `echo` by.
+    Http { url: String, tool: Arc<str> },
+    /// A stdio server reached through its own client.
+    Stdio(Arc<McpClient>),
+}
+
+/// The `mcp-fixture` binary: given, or beside this executable.
+fn fixture_bin(cfg: &BenchConfig) -> anyhow::Result<String> {
+    let path = match &cfg.fixture_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("the executable has no directory")?
+            .join(format!("mcp-fixture{}", std::env::consts::EXE_SUFFIX)),
+    };
+    if !path.exists() {
+        bail!(
+            "{} not found: build it (cargo build --release -p switchboard-fixtures) or pass --fixture-bin",
+            path.display()
+        );
+    }
+    Ok(path.to_string_lossy().into_owned())
 }
 
 /// Runs both phases against a fresh fixture and router, then shuts them down.
@@ -123,13 +170,36 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
     let stop = CancellationToken::new();
     let _guard = stop.clone().drop_guard();
 
-    let fixture =
-        Fixture::bind(FixtureConfig::new(TransportKind::Http)).await.context("binding the fixture")?;
-    let fixture_url = fixture.url().context("the HTTP fixture has no URL")?;
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { fixture.serve(stop).await }
-    });
+    let (direct, toml) = match cfg.upstream {
+        Upstream::Http => {
+            let fixture = Fixture::bind(FixtureConfig::new(TransportKind::Http))
+                .await
+                .context("binding the fixture")?;
+            let url = fixture.url().context("the HTTP fixture has no URL")?;
+            tokio::spawn({
+                let stop = stop.clone();
+                async move { fixture.serve(stop).await }
+            });
+            (
+                Target::Http { url: url.clone(), tool: Arc::from("echo") },
+                ServerToml { url: Some(url), ..Default::default() },
+            )
+        }
+        Upstream::Stdio => {
+            let bin = fixture_bin(cfg)?;
+            let args = vec!["--transport".to_owned(), "stdio".to_owned()];
+            let up = StdioUpstream::spawn(
+                StdioConfig::new(bin.clone(), args.clone()),
+                Tap::disabled(),
+                stop.child_token(),
+            );
+            up.wait_started(Duration::from_secs(10)).await.context("starting the direct stdio fixture")?;
+            let client = McpClient::connect(up, ConnectOptions::default())
+                .await
+                .map_err(|f| anyhow::anyhow!("handshake with the direct stdio fixture: {}", f.reason))?;
+            (Target::Stdio(Arc::new(client)), ServerToml { command: Some(bin), args, ..Default::default() })
+        }
+    };
 
     let registry = Registry::new(
         RegistryConfig::default(),
@@ -138,12 +208,7 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
         FrameBus::new(10_000),
         stop.child_token(),
     );
-    let spec = spec_from_toml(
-        "fixture",
-        ServerToml { url: Some(fixture_url.clone()), ..Default::default() },
-        "bench",
-    )
-    .context("building the upstream spec")?;
+    let spec = spec_from_toml("fixture", toml, "bench").context("building the upstream spec")?;
     registry.add(spec).await.context("registering the upstream")?;
     registry
         .wait_for("fixture", ServerState::Ready, Duration::from_secs(30))
@@ -163,14 +228,14 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
     let http = client(cfg.concurrency)?;
     let router_tool = echo_name(&http, &router_url).await.context("finding echo through the router")?;
 
-    let direct = Target { url: fixture_url, tool: Arc::from("echo") };
-    let router = Target { url: router_url, tool: Arc::from(router_tool.as_str()) };
+    let router = Target::Http { url: router_url, tool: Arc::from(router_tool.as_str()) };
     let (direct, t1) = phase(cfg, &direct, deadline).await?;
     let (router, t2) = phase(cfg, &router, deadline).await?;
     stop.cancel();
     drop(registry);
 
     Ok(Report {
+        upstream: cfg.upstream,
         concurrency: cfg.concurrency,
         added_p50_us: router.p50_us - direct.p50_us,
         added_p99_us: router.p99_us - direct.p99_us,
@@ -271,10 +336,20 @@ async fn echo_name(http: &reqwest::Client, url: &str) -> anyhow::Result<String> 
 
 /// One `tools/call echo {text:"x"}`; true when answered with the echoed text.
 async fn call_echo(http: &reqwest::Client, target: &Target, id: u64) -> bool {
-    let body = request(id, "tools/call", json!({"name": &*target.tool, "arguments": {"text": "x"}}));
-    match post(http, &target.url, &body, Some(&target.tool)).await {
-        Ok(r) => r["id"] == id && r.get("result").is_some() && r["result"]["isError"] != true,
-        Err(_) => false,
+    match target {
+        Target::Http { url, tool } => {
+            let body = request(id, "tools/call", json!({"name": &**tool, "arguments": {"text": "x"}}));
+            match post(http, url, &body, Some(tool)).await {
+                Ok(r) => r["id"] == id && r.get("result").is_some() && r["result"]["isError"] != true,
+                Err(_) => false,
+            }
+        }
+        Target::Stdio(client) => {
+            match client.request("tools/call", json!({"name": "echo", "arguments": {"text": "x"}})).await {
+                Ok(r) => r["isError"] != true,
+                Err(_) => false,
+            }
+        }
     }
 }
 

@@ -3,13 +3,19 @@
 use std::time::Duration;
 
 use clap::Parser;
-use switchboard_bench::{BenchConfig, run};
+use switchboard_bench::{BenchConfig, Upstream, run};
 
 /// Measures `tools/call echo` p50/p99/mean latency and throughput against an rmcp fixture
 /// directly and through the router's `/mcp` endpoint, on loopback.
 #[derive(Parser, Debug)]
 #[command(name = "endpoint-bench")]
 struct Args {
+    /// The upstream's transport: an in-process HTTP fixture, or the mcp-fixture binary over stdio.
+    #[arg(long, value_enum, default_value_t = Upstream::Http)]
+    upstream: Upstream,
+    /// The mcp-fixture binary for `--upstream stdio` (default: beside this executable).
+    #[arg(long)]
+    fixture_bin: Option<std::path::PathBuf>,
     /// Measured requests per phase.
     #[arg(long, default_value_t = 5000)]
     requests: usize,
@@ -31,6 +37,8 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let cfg = BenchConfig {
+        upstream: args.upstream,
+        fixture_bin: args.fixture_bin,
         requests: args.requests,
         concurrency: args.concurrency,
         warmup: args.warmup,

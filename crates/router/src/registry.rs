@@ -195,6 +195,8 @@ async fn open_logging(client: &McpClient) {
 pub const MAX_CAPABILITY_SESSIONS: usize = 16;
 
 struct Inner {
+    /// Bumped whenever a server is added or removed, changes state or is re-listed.
+    version: std::sync::atomic::AtomicU64,
     config: RegistryConfig,
     builtins: RwLock<Option<Arc<dyn BuiltinConnector>>>,
     servers: RwLock<BTreeMap<String, Arc<ServerEntry>>>,
@@ -254,6 +256,12 @@ impl Registry {
         }
     }
 
+    /// Changes whenever the set of servers, a server's state or a catalog changes: views
+    /// derived from the catalogs (the federation) are valid while it stays the same.
+    pub fn version(&self) -> u64 {
+        self.inner.version.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// An empty registry. `cancel` stops every server task.
     pub fn new(
         config: RegistryConfig,
@@ -264,6 +272,7 @@ impl Registry {
     ) -> Self {
         Registry {
             inner: Arc::new(Inner {
+                version: std::sync::atomic::AtomicU64::new(0),
                 config,
                 builtins: RwLock::new(None),
                 servers: RwLock::new(BTreeMap::new()),
@@ -337,6 +346,7 @@ impl Registry {
             sessions: tokio::sync::Mutex::new(HashMap::new()),
         });
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
+        self.inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         if entry.spec.enabled {
             self.inner.tracker.spawn(supervise(self.inner.clone(), entry));
         }
@@ -362,6 +372,7 @@ impl Registry {
             u.close().await;
         }
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).remove(&entry.id);
+        self.inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         if let Some(store) = &self.inner.store
             && let Err(e) = store.remove_server(&entry.id).await
         {
@@ -465,6 +476,7 @@ impl Inner {
             s.since_ms = now_ms();
             from
         };
+        self.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), %reason, "server state");
         self.events.publish(Event::ServerState {
             server_id: entry.id.clone(),
@@ -645,6 +657,10 @@ async fn refresh(
         }
     }
     let count = catalog.tools.len();
+    // Stored before the event, so a listener reading the registry sees the new catalog.
+    let catalog = Arc::new(catalog);
+    write(&entry.catalog, catalog.clone());
+    inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
     inner.events.publish(Event::Catalog {
         server_id: entry.id.clone(),
         server: entry.spec.name.clone(),
@@ -655,7 +671,6 @@ async fn refresh(
         trigger: trigger.to_owned(),
         at_ms: catalog.fetched_at_ms,
     });
-    write(&entry.catalog, Arc::new(catalog));
     Ok(count)
 }
 
