@@ -181,7 +181,8 @@ impl McpClient {
     /// Builds a request of the current era: modern requests get the `_meta` fields.
     pub fn build_request(&self, method: &str, params: Value) -> Message {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let hs = self.handshake();
+        // Borrowed, not cloned: this runs on every forwarded call.
+        let hs = self.handshake.read().unwrap_or_else(PoisonError::into_inner);
         build(id, method, params, hs.era, &hs.protocol_version, &self.options)
     }
 

@@ -59,6 +59,8 @@ struct Session {
 struct Inner {
     client: reqwest::Client,
     config: HttpConfig,
+    /// `config.url`, parsed once (not on every request).
+    url: reqwest::Url,
     tap: Tap,
     session: RwLock<Option<Session>>,
     /// Session id returned with the InitializeResult, promoted on handshake completion.
@@ -84,13 +86,17 @@ impl HttpUpstream {
     /// Creates the client; no connection is made until the first request.
     pub fn new(config: HttpConfig, tap: Tap, shutdown: CancellationToken) -> Result<Arc<Self>, Error> {
         let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
             .connect_timeout(config.connect_timeout)
             .pool_idle_timeout(Duration::from_secs(60))
             .build()
             .map_err(|e| Error::Connect { url: config.url.clone(), reason: e.to_string() })?;
+        let url = reqwest::Url::parse(&config.url)
+            .map_err(|e| Error::Connect { url: config.url.clone(), reason: format!("invalid URL: {e}") })?;
         Ok(Arc::new(HttpUpstream {
             inner: Arc::new(Inner {
                 client,
+                url,
                 config,
                 tap,
                 session: RwLock::new(None),
@@ -162,7 +168,7 @@ impl Inner {
         self.tap.record(Direction::Out, msg, &bytes);
         let resp = self
             .client
-            .post(&self.config.url)
+            .post(self.url.clone())
             .headers(headers)
             .body(bytes)
             .send()
@@ -209,7 +215,7 @@ impl Inner {
         }
         insert(&mut h, "Last-Event-ID", last_event_id)?;
         let resp =
-            self.client.get(&self.config.url).headers(h).send().await.map_err(|e| self.connect_err(&e))?;
+            self.client.get(self.url.clone()).headers(h).send().await.map_err(|e| self.connect_err(&e))?;
         if !resp.status().is_success() {
             return Err(Error::HttpStatus {
                 url: self.config.url.clone(),
@@ -292,6 +298,19 @@ async fn pump_sse(
                     return; // caller went away: dropping the stream cancels.
                 }
                 if is_final {
+                    // Read the stream's end (the server closes it right after the response)
+                    // so the connection goes back to the pool instead of being torn down —
+                    // a new connection per call costs more than the call. Bounded.
+                    let drain = async {
+                        let mut budget = 64 * 1024usize;
+                        while let Some(Ok(chunk)) = stream.next().await {
+                            budget = budget.saturating_sub(chunk.len());
+                            if budget == 0 {
+                                break;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
                     return;
                 }
             }
@@ -341,7 +360,7 @@ async fn get_stream(inner: Arc<Inner>) {
             return;
         }
         let resp = tokio::select! {
-            r = inner.client.get(&inner.config.url).headers(h).send() => r,
+            r = inner.client.get(inner.url.clone()).headers(h).send() => r,
             _ = inner.shutdown.cancelled() => return,
         };
         match resp {
