@@ -96,7 +96,7 @@ fn mib(bytes: usize) -> String {
 }
 
 /// Whether an `Origin` header value may call the endpoint.
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     if allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
         return true;
     }
@@ -596,7 +596,14 @@ impl Handler {
         self.forward(&server, method::RESOURCES_READ, params).await
     }
 
-    async fn forward(&mut self, server: &str, method: &str, mut params: Map<String, Value>) -> Response {
+    async fn forward(&mut self, server: &str, method: &str, params: Map<String, Value>) -> Response {
+        // Tells the listener's edge (traces, deadline) which upstream the request went to.
+        let mut resp = self.forward_to(server, method, params).await;
+        resp.extensions_mut().insert(crate::edge::UpstreamChosen(server.to_owned()));
+        resp
+    }
+
+    async fn forward_to(&mut self, server: &str, method: &str, mut params: Map<String, Value>) -> Response {
         let Some(client) = self.registry.entry(server).and_then(|e| e.client()) else {
             return self.upstream_failed(server, "not connected");
         };
