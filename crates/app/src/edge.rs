@@ -219,14 +219,36 @@ impl Pending {
     }
 
     /// Ends the trace from the final JSON-RPC message (or its absence).
-    fn end_with(&mut self, msg: Option<&Message>, status: StatusCode) {
-        match msg.and_then(Message::error) {
+    fn end_with(&mut self, answer: Option<Answer>, status: StatusCode) {
+        match answer.and_then(|a| a.error) {
             Some(e) if e.code == REQUEST_CANCELLED => self.end_error(outcome::CANCELLED, Some(e)),
             Some(e) if e.code == error_code::UPSTREAM_TIMEOUT => self.end_error(outcome::TIMEOUT, Some(e)),
             Some(e) => self.end_error(outcome::ERROR, Some(e)),
             None if status.is_success() => self.end(outcome::OK, None, None),
             None => self.end(outcome::ERROR, None, Some(format!("HTTP {status}"))),
         }
+    }
+}
+
+/// What the edge needs of an answer: whether it is a response and its error. Reading it
+/// skips `result` without building it, so large results cost a scan, not a copy.
+#[derive(serde::Deserialize)]
+struct Answer {
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+impl Answer {
+    fn read(bytes: &[u8]) -> Option<Answer> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    fn is_response(&self) -> bool {
+        self.method.is_none() && (self.result.is_some() || self.error.is_some())
     }
 }
 
@@ -364,8 +386,7 @@ pub(crate) async fn observe(State(edge): State<Arc<Edge>>, req: Request, next: N
     let Some(mut p) = pending else { return resp };
     let (parts, body) = resp.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let answer = if bytes.is_empty() { None } else { Message::parse(&bytes).ok() };
-    p.end_with(answer.as_ref(), status);
+    p.end_with(Answer::read(&bytes), status);
     Response::from_parts(parts, Body::from(bytes))
 }
 
@@ -403,11 +424,11 @@ impl Tail {
             }
             if line.is_empty() {
                 let data = std::mem::take(&mut self.data);
-                if let Ok(m) = Message::parse(data.as_bytes())
-                    && m.is_response()
+                if let Some(a) = Answer::read(data.as_bytes())
+                    && a.is_response()
                     && let Some(mut p) = self.pending.take()
                 {
-                    p.end_with(Some(&m), self.status);
+                    p.end_with(Some(a), self.status);
                     return;
                 }
             } else if let Some(d) = line.strip_prefix(b"data:") {

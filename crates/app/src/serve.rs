@@ -133,6 +133,7 @@ pub async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationT
         &crate::traces::TracesConfig { keep: config.traces_kept, ..Default::default() },
         traces_stop.clone(),
     );
+    let mut stdio = None;
     if options.listen.is_some() || options.stdio {
         let (app, adapter) = build(&config, &registry, options.token.clone(), traces, cancel.child_token())?;
         if let Some(addr) = options.listen {
@@ -141,19 +142,25 @@ pub async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationT
         if options.stdio {
             tracing::info!("serving an MCP client on stdin/stdout");
             let stop = cancel.clone();
-            tokio::spawn(async move {
+            stdio = Some(tokio::spawn(async move {
                 let io_cancel = stop.child_token();
                 crate::downstream::stdio::serve(adapter, tokio::io::stdin(), tokio::io::stdout(), io_cancel)
                     .await;
-                tracing::info!("stdin closed; shutting down");
-                stop.cancel();
-            });
+                if !stop.is_cancelled() {
+                    tracing::info!("stdin closed; shutting down");
+                    stop.cancel();
+                }
+            }));
         }
     } else {
         drop(traces);
     }
     cancel.cancelled().await;
     tracing::info!("shutting down");
+    if let Some(task) = stdio {
+        // Lets the stdio connection end its session before the registry goes.
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     registry.shutdown(Duration::from_secs(5)).await;
     let _ = logger.await;
     traces_stop.cancel();

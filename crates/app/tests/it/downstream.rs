@@ -132,6 +132,24 @@ async fn websocket_client_in_both_eras_with_concurrent_requests() {
 }
 
 #[tokio::test]
+async fn websocket_messages_get_the_mirrored_parameter_headers() {
+    use switchboard_fixtures::config::{Era, Profile};
+    let env = crate::edge::start_with(&[("conf", Era::Modern, Profile::Conformance)], |_, _| {}).await;
+    let mut ws = ws_connect(&env.ws_url).await;
+    // `test_custom_header` mirrors `value` into Mcp-Param-Value; the endpoint rejects a call
+    // without that header (-32020), so a result shows the adapter derived it from the schema.
+    let call =
+        request(1, "tools/call", json!({"name": "test_custom_header", "arguments": {"value": "héllo"}}));
+    ws_send(&mut ws, &call).await;
+    let r = ws_until(&mut ws, json!(1)).await;
+    let last = r.last().unwrap();
+    assert!(last["result"].is_object(), "{r:?}");
+    // Over HTTP without the header the same call is refused: the check is real.
+    let (status, v) = env.call(env.post(&call)).await;
+    assert_eq!((status, v["error"]["code"].clone()), (400, json!(-32020)), "{v}");
+}
+
+#[tokio::test]
 async fn closing_a_websocket_cancels_its_calls_upstream() {
     let env = start(|_, _| {}).await;
     let mut frames = env.frames.subscribe();
@@ -146,6 +164,60 @@ async fn closing_a_websocket_cancels_its_calls_upstream() {
     assert!(first.to_text().unwrap().contains("notifications/progress"), "{first:?}");
     ws.close(None).await.unwrap();
     crate::edge::expect_upstream_cancel(&mut frames).await;
+}
+
+#[tokio::test]
+async fn stdio_cancellation_and_client_responses() {
+    let env = start(|_, _| {}).await;
+    let mut frames = env.frames.subscribe();
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let (server_r, server_w) = tokio::io::split(server);
+    tokio::spawn(switchboard_app::downstream::stdio::serve(
+        env.adapter.clone(),
+        server_r,
+        server_w,
+        env.stop.child_token(),
+    ));
+    let (client_r, mut client_w) = tokio::io::split(client);
+    let mut lines = BufReader::new(client_r).lines();
+    let mut next = async || -> Value {
+        let line =
+            tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let slow = request(
+        1,
+        "tools/call",
+        json!({"name": "beta__slow", "arguments": {"ms": 60000, "steps": 600}, "_meta": {"progressToken": "s"}}),
+    );
+    client_w.write_all(format!("{slow}\n").as_bytes()).await.unwrap();
+    let first = next().await;
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    // 2026-07-28 over stdio cancels with notifications/cancelled: the call stops upstream.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    client_w.write_all(format!("{cancel}\n").as_bytes()).await.unwrap();
+    crate::edge::expect_upstream_cancel(&mut frames).await;
+    // A client's response (to a server→client request) is passed on and answered by nothing;
+    // the next line is the answer to the next request, not a late result of the cancelled one.
+    let answer = json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}});
+    client_w.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+    let discover = request(2, "server/discover", json!({}));
+    client_w.write_all(format!("{discover}\n").as_bytes()).await.unwrap();
+    loop {
+        let v = next().await;
+        if v["method"] == "notifications/progress" {
+            continue; // progress already in flight when the cancellation arrived
+        }
+        assert_eq!(v["id"], 2, "{v}");
+        break;
+    }
+    let traces = env.traces(2).await;
+    let cancelled = traces.iter().find(|t| t.name.as_deref() == Some("beta__slow")).unwrap();
+    assert_eq!(
+        (cancelled.outcome.as_str(), cancelled.transport.as_str()),
+        ("cancelled", "stdio"),
+        "{cancelled:?}"
+    );
 }
 
 /// `switchboard serve --stdio` as a child process.

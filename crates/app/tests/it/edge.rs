@@ -12,7 +12,7 @@ use switchboard_app::endpoint::EndpointConfig;
 use switchboard_app::http::{HttpState, app, serve};
 use switchboard_app::traces::{TraceSink, TracesConfig};
 use switchboard_fixtures::Fixture;
-use switchboard_fixtures::config::{Era, FixtureConfig, TransportKind};
+use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{Event, EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_store::{Store, TraceRecord};
@@ -31,6 +31,8 @@ pub struct Env {
     pub frames: FrameBus,
     pub registry: Registry,
     pub store: Store,
+    /// The in-process adapter stdio clients use.
+    pub adapter: switchboard_app::downstream::Adapter,
     _dir: tempfile::TempDir,
 }
 
@@ -40,9 +42,10 @@ impl Drop for Env {
     }
 }
 
-async fn fixture(era: Era, stop: CancellationToken) -> String {
+async fn fixture(era: Era, profile: Profile, stop: CancellationToken) -> String {
     let mut cfg = FixtureConfig::new(TransportKind::Http);
     cfg.era = era;
+    cfg.profile = profile;
     let f = Fixture::bind(cfg).await.unwrap();
     let url = f.url().unwrap();
     tokio::spawn(async move { f.serve(stop).await });
@@ -51,10 +54,16 @@ async fn fixture(era: Era, stop: CancellationToken) -> String {
 
 /// Starts alpha, beta, a registry, a trace store and the listener; `tune` adjusts the edge.
 pub async fn start(tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig)) -> Env {
+    start_with(&[("alpha", Era::Both, Profile::Basic), ("beta", Era::Legacy, Profile::Basic)], tune).await
+}
+
+/// Like [`start`] with the given upstream fixtures (name, era, catalogue).
+pub async fn start_with(
+    fixtures: &[(&str, Era, Profile)],
+    tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig),
+) -> Env {
     let stop = CancellationToken::new();
     let frames = FrameBus::new(10_000);
-    let alpha = fixture(Era::Both, stop.clone()).await;
-    let beta = fixture(Era::Legacy, stop.clone()).await;
     let registry = Registry::new(
         RegistryConfig::default(),
         None,
@@ -62,11 +71,12 @@ pub async fn start(tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig)) -> Env
         frames.clone(),
         stop.child_token(),
     );
-    for (name, url) in [("alpha", alpha), ("beta", beta)] {
+    for (name, era, profile) in fixtures {
+        let url = fixture(*era, *profile, stop.clone()).await;
         let spec = spec_from_toml(name, ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
         registry.add(spec).await.unwrap();
     }
-    for name in ["alpha", "beta"] {
+    for (name, _, _) in fixtures {
         registry.wait_for(name, ServerState::Ready, Duration::from_secs(30)).await.expect(name);
     }
     let mut edge = EdgeConfig::default();
@@ -80,7 +90,7 @@ pub async fn start(tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig)) -> Env
     let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
     let state =
         HttpState { blobs, registry: Some(registry.clone()), endpoint: Arc::new(EndpointConfig::default()) };
-    let (router, _adapter) = app(state, edge, stop.child_token());
+    let (router, adapter) = app(state, edge, stop.child_token());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, router, stop.child_token()));
@@ -92,6 +102,7 @@ pub async fn start(tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig)) -> Env
         frames,
         registry,
         store,
+        adapter,
         _dir: dir,
     }
 }
