@@ -208,6 +208,52 @@ fn utc(ms: i64) -> String {
 mod tests {
     use super::*;
 
+    fn record(at_ms: i64) -> TraceRecord {
+        TraceRecord {
+            id: None,
+            at_ms,
+            transport: "http".into(),
+            peer: None,
+            client_name: None,
+            client_version: None,
+            era: None,
+            method: "ping".into(),
+            name: None,
+            upstream: None,
+            latency_ms: 0.1,
+            first_byte_ms: None,
+            streamed: false,
+            http_status: Some(200),
+            outcome: "ok".into(),
+            error_code: None,
+            error: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_and_counts_instead_of_blocking() {
+        let store = Store::open_in_memory().await.unwrap();
+        let bus = EventBus::new(100);
+        let mut events = bus.subscribe();
+        let cancel = CancellationToken::new();
+        let config = TracesConfig { keep: 1000, queue: 4 };
+        let (sink, writer) = TraceSink::spawn(Some(store.clone()), Some(bus), &config, cancel.clone());
+        // No await in between: the writer cannot drain (current-thread runtime), the queue fills.
+        for at in 0..10 {
+            sink.record(record(at));
+        }
+        assert_eq!(sink.dropped(), 6);
+        // Every record was still published.
+        let mut published = 0;
+        while events.try_recv().is_ok() {
+            published += 1;
+        }
+        assert_eq!(published, 10);
+        cancel.cancel();
+        writer.await.unwrap();
+        assert_eq!(store.trace_count().await.unwrap(), 4);
+    }
+
     #[test]
     fn utc_formats_known_instants() {
         assert_eq!(utc(0), "1970-01-01 00:00:00.000");
