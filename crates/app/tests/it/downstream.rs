@@ -58,6 +58,14 @@ async fn websocket_client_in_both_eras_with_concurrent_requests() {
     // A plain GET keeps its answer.
     assert_eq!(env.http.get(&env.url).send().await.unwrap().status(), 405);
 
+    // A foreign Origin cannot open a socket (DNS-rebinding protection, as for POST).
+    let mut evil = env.ws_url.as_str().into_client_request().unwrap();
+    evil.headers_mut().insert("origin", "http://evil.example".parse().unwrap());
+    match tokio_tungstenite::connect_async(evil).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403),
+        other => panic!("a foreign Origin must be refused: {:?}", other.map(|_| ())),
+    }
+
     let mut ws = ws_connect(&env.ws_url).await;
     ws_send(&mut ws, &request(1, "server/discover", json!({}))).await;
     let r = ws_until(&mut ws, json!(1)).await;

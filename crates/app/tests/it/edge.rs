@@ -378,3 +378,69 @@ async fn stored_traces_stay_within_the_bound() {
     }
     assert_eq!(env.store.trace_count().await.unwrap(), 5);
 }
+
+#[tokio::test]
+async fn serve_token_env_requires_the_variable_and_then_the_token() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switchboard.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let args = |listen: bool| {
+        let mut a = vec![
+            "--config".to_owned(),
+            cfg.to_str().unwrap().to_owned(),
+            "--db".to_owned(),
+            dir.path().join("sb.db").to_str().unwrap().to_owned(),
+            "serve".to_owned(),
+            "--token-env".to_owned(),
+            "SB_EDGE_TEST_TOKEN".to_owned(),
+        ];
+        if listen {
+            a.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+        }
+        a
+    };
+    // Named but unset: a usage error that names the variable.
+    let out = tokio::process::Command::new(crate::switchboard())
+        .args(args(true))
+        .env_remove("SB_EDGE_TEST_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SB_EDGE_TEST_TOKEN"));
+
+    let mut child = tokio::process::Command::new(crate::switchboard())
+        .args(args(true))
+        .env("SB_EDGE_TEST_TOKEN", "t0ken")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("serve printed its address");
+            if let Some(u) = line.strip_prefix("listening on ") {
+                return u.to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let http = reqwest::Client::new();
+    let body = request(1, "server/discover", json!({}));
+    let post = || {
+        http.post(&url)
+            .header("MCP-Protocol-Version", VERSION)
+            .header("Mcp-Method", "server/discover")
+            .json(&body)
+    };
+    assert_eq!(post().send().await.unwrap().status(), 401);
+    let r = post().bearer_auth("t0ken").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let health = url.replace("/mcp", "/healthz");
+    assert_eq!(http.get(&health).send().await.unwrap().status(), 200);
+    child.kill().await.unwrap();
+}
