@@ -57,8 +57,8 @@ enum Command {
         /// WebSocket) and blobs on ADDR (e.g. 127.0.0.1:7010; port 0 picks one and prints it).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
-        /// Also serve one MCP client on stdin/stdout (newline-delimited JSON-RPC; logs go to
-        /// stderr); the process exits when stdin closes.
+        /// Serve one MCP client on stdin/stdout, alone or next to --listen (newline-delimited
+        /// JSON-RPC; logs go to stderr); the process exits when stdin closes.
         #[arg(long)]
         stdio: bool,
         /// Require `Authorization: Bearer <token>` on /mcp, the token read from this environment
