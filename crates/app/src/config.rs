@@ -60,6 +60,39 @@ pub struct StoreToml {
     pub path: String,
 }
 
+/// `[endpoint]`: the federated `/mcp` endpoint served by `serve --listen` / `--stdio`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointToml {
+    /// Deadline of a forwarded request (`tools/call`, `prompts/get`, `resources/read`), seconds.
+    #[serde(default = "default_call_timeout")]
+    pub call_timeout_secs: u64,
+    /// Request traces kept in the store.
+    #[serde(default = "default_traces_kept")]
+    pub traces_kept: i64,
+    /// Environment variable holding the bearer token `/mcp` requires (the token itself never
+    /// goes in the file). Without it, `SWITCHBOARD_TOKEN` is used when set.
+    #[serde(default)]
+    pub token_env: Option<String>,
+}
+
+fn default_call_timeout() -> u64 {
+    crate::edge::DEFAULT_CALL_TIMEOUT.as_secs()
+}
+fn default_traces_kept() -> i64 {
+    switchboard_store::TRACES_KEPT
+}
+
+impl Default for EndpointToml {
+    fn default() -> Self {
+        EndpointToml {
+            call_timeout_secs: default_call_timeout(),
+            traces_kept: default_traces_kept(),
+            token_env: None,
+        }
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,6 +103,9 @@ pub struct AppToml {
     /// `[store]`.
     #[serde(default)]
     pub store: StoreToml,
+    /// `[endpoint]`.
+    #[serde(default)]
+    pub endpoint: EndpointToml,
     /// `[servers.NAME]`.
     #[serde(default)]
     pub servers: BTreeMap<String, ServerToml>,
@@ -88,6 +124,12 @@ pub struct AppConfig {
     pub source: String,
     /// Non-fatal problems (a bad entry in an `mcp.json` file).
     pub warnings: Vec<String>,
+    /// Deadline of a forwarded request on the endpoint.
+    pub call_timeout: Duration,
+    /// Request traces kept in the store.
+    pub traces_kept: i64,
+    /// Environment variable naming the endpoint's bearer token, from `[endpoint].token_env`.
+    pub token_env: Option<String>,
 }
 
 /// The platform default database path.
@@ -149,7 +191,22 @@ pub fn parse(
         None if !doc.store.path.is_empty() => PathBuf::from(&doc.store.path),
         None => default_db_path(),
     };
-    Ok(AppConfig { registry, db_path, servers, source: source.to_owned(), warnings })
+    if doc.endpoint.traces_kept < 1 {
+        anyhow::bail!(
+            "{source}: [endpoint].traces_kept must be at least 1 (it is {})",
+            doc.endpoint.traces_kept
+        );
+    }
+    Ok(AppConfig {
+        registry,
+        db_path,
+        servers,
+        source: source.to_owned(),
+        warnings,
+        call_timeout: Duration::from_secs(doc.endpoint.call_timeout_secs.max(1)),
+        traces_kept: doc.endpoint.traces_kept,
+        token_env: doc.endpoint.token_env.filter(|v| !v.is_empty()),
+    })
 }
 
 #[cfg(test)]
@@ -162,6 +219,25 @@ mod tests {
         let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["knowledge", "reasoning", "vision"]);
         assert_eq!(c.registry.refresh_interval, Duration::from_secs(300));
+        assert_eq!(c.call_timeout, Duration::from_secs(120));
+        assert_eq!(c.traces_kept, 10_000);
+    }
+
+    #[test]
+    fn endpoint_section() {
+        let c = parse(
+            "[endpoint]\ncall_timeout_secs = 5\ntraces_kept = 50\ntoken_env = \"MY_TOKEN\"\n",
+            "e.toml",
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.call_timeout, c.traces_kept, c.token_env.as_deref()),
+            (Duration::from_secs(5), 50, Some("MY_TOKEN"))
+        );
+        let e = parse("[endpoint]\ntraces_kept = 0\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("traces_kept"), "{e}");
     }
 
     #[test]

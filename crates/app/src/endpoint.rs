@@ -118,7 +118,7 @@ fn mib(bytes: usize) -> String {
 }
 
 /// Whether an `Origin` header value may call the endpoint.
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     if allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
         return true;
     }
@@ -1086,9 +1086,17 @@ impl Handler {
         self.forward(&server, method::COMPLETION_COMPLETE, params).await
     }
 
+    /// Forwards a request to `server`, and tells the listener's edge (traces, deadline)
+    /// which upstream the request went to.
+    async fn forward(self, server: &str, method: &str, params: Map<String, Value>) -> Response {
+        let mut resp = self.forward_to(server, method, params).await;
+        resp.extensions_mut().insert(crate::edge::UpstreamChosen(server.to_owned()));
+        resp
+    }
+
     /// Forwards a request to `server` and answers with JSON, or with an SSE stream when
     /// anything comes before the response.
-    async fn forward(self, server: &str, method: &str, params: Map<String, Value>) -> Response {
+    async fn forward_to(self, server: &str, method: &str, params: Map<String, Value>) -> Response {
         let Some(client) = self.registry.client_for(server, self.client.caps()).await else {
             return self.upstream_failed(server, "not connected");
         };

@@ -2,6 +2,8 @@
 //!
 //! `fn router(state)` builds the axum app so tests can call it without a socket; the
 //! MCP endpoint (`/mcp`, see [`crate::endpoint`]) lives here too; the admin API joins later.
+//! `fn app(state, edge, cancel)` wraps it with what the served listener adds around `/mcp`:
+//! deadlines and traces, WebSocket clients and the optional bearer token.
 
 use std::sync::Arc;
 
@@ -17,6 +19,9 @@ use switchboard_router::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::blobs::{BlobError, BlobStore};
+use crate::downstream::Adapter;
+use crate::downstream::ws::WsState;
+use crate::edge::{Edge, EdgeConfig};
 use crate::endpoint::{self, EndpointConfig};
 
 /// Shared state of the listener.
@@ -100,13 +105,39 @@ pub fn router(state: HttpState) -> Router {
         .with_state(state)
 }
 
-/// Serves `app` on `listener` until `cancel` fires.
+/// The listener with its edge: [`router`] plus, on `/mcp`, deadlines and traces
+/// ([`crate::edge`]), WebSocket upgrades ([`crate::downstream::ws`]) and the bearer token
+/// ([`crate::auth`]). Also returns the in-process [`Adapter`] for stdio clients; it (like
+/// WebSocket messages) enters below the token check. `cancel` closes WebSocket connections.
+pub fn app(state: HttpState, edge: EdgeConfig, cancel: CancellationToken) -> (Router, Adapter) {
+    let registry = state.registry.clone();
+    let endpoint = state.endpoint.clone();
+    let token = edge.token.clone();
+    let observed = Arc::new(Edge { config: edge, registry: registry.clone(), endpoint: endpoint.clone() });
+    let inner = router(state).layer(axum::middleware::from_fn_with_state(observed, crate::edge::observe));
+    let adapter = Adapter::new(inner.clone(), registry, endpoint.federation.clone(), endpoint.body_limit);
+    let ws = WsState {
+        adapter: adapter.clone(),
+        allowed_origins: Arc::new(endpoint.allowed_origins.clone()),
+        cancel,
+    };
+    let mut outer = inner.layer(axum::middleware::from_fn_with_state(ws, crate::downstream::ws::upgrade));
+    if let Some(token) = token {
+        outer = outer.layer(axum::middleware::from_fn_with_state(token, crate::auth::require));
+    }
+    (outer, adapter)
+}
+
+/// Serves `app` on `listener` until `cancel` fires. Handlers see the peer address as
+/// `ConnectInfo<SocketAddr>`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     cancel: CancellationToken,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(async move { cancel.cancelled().await }).await
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(async move { cancel.cancelled().await })
+        .await
 }
 
 /// Adapts an axum body stream into `AsyncRead`.

@@ -4,11 +4,14 @@
 //! store, builds the registry and runs the `switchboard` commands. Library crates get
 //! typed configuration from here and never look at the environment themselves.
 
+pub mod auth;
 pub mod blobs;
 pub mod bridge;
 pub mod builtins;
 pub mod config;
 pub mod diagnose;
+pub mod downstream;
+pub mod edge;
 pub mod endpoint;
 pub mod http;
 pub mod invoker;
@@ -17,6 +20,7 @@ pub mod probe;
 pub mod serve;
 pub mod servers;
 pub mod session;
+pub mod traces;
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {

@@ -53,10 +53,27 @@ enum Command {
         /// Extra mcp.json files (as desktop MCP clients write them) to import.
         #[arg(long = "mcp-json")]
         mcp_json: Vec<PathBuf>,
-        /// Serve the federated MCP endpoint (`/mcp`, 2026-07-28 and 2025-11-25 sessions) and blobs on ADDR
-        /// (e.g. 127.0.0.1:7010; port 0 picks one and prints it).
+        /// Serve the federated MCP endpoint (`/mcp`, 2026-07-28 and 2025-11-25 sessions, HTTP and
+        /// WebSocket) and blobs on ADDR (e.g. 127.0.0.1:7010; port 0 picks one and prints it).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// Serve one MCP client on stdin/stdout, alone or next to --listen (newline-delimited
+        /// JSON-RPC; logs go to stderr); the process exits when stdin closes.
+        #[arg(long)]
+        stdio: bool,
+        /// Require `Authorization: Bearer <token>` on /mcp, the token read from this environment
+        /// variable (default: [endpoint].token_env, else SWITCHBOARD_TOKEN when set).
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
+    },
+    /// Show the stored traces of downstream requests to the endpoint, newest first.
+    Traces {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// How many to show.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
     },
     /// List registered servers and their state.
     Servers {
@@ -204,7 +221,7 @@ async fn run_server(
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { mcp_json, listen } => {
+        Command::Serve { mcp_json, listen, stdio, token_env } => {
             init_tracing();
             let cfg = match config::load(cli.config.as_deref(), &mcp_json, cli.db.as_deref()) {
                 Ok(c) => c,
@@ -213,10 +230,55 @@ async fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let token = match switchboard_app::auth::BearerToken::from_env(
+                token_env.as_deref().or(cfg.token_env.as_deref()),
+            ) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("switchboard: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let cancel = CancellationToken::new();
             tokio::spawn(shutdown_signal(cancel.clone()));
-            match serve::run(cfg, listen, cancel).await {
-                Ok(()) => ExitCode::SUCCESS,
+            let options = serve::ServeOptions { listen, stdio, token };
+            let ok = match serve::run(cfg, options, cancel).await {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("switchboard: {e:#}");
+                    false
+                }
+            };
+            if stdio {
+                // A blocking read of stdin cannot be cancelled; do not wait for it at runtime shutdown.
+                use std::io::Write as _;
+                let _ = std::io::stdout().flush();
+                std::process::exit(if ok { 0 } else { 1 });
+            }
+            if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Command::Traces { json, limit } => {
+            let result = async {
+                let cfg = config::load(cli.config.as_deref(), &[], cli.db.as_deref())?;
+                let store = switchboard_store::Store::open(&switchboard_store::StoreConfig {
+                    path: cfg.db_path.clone(),
+                    ..Default::default()
+                })
+                .await?;
+                let rows = store.traces(limit).await;
+                store.close().await;
+                anyhow::Ok(rows?)
+            }
+            .await;
+            match result {
+                Ok(rows) if json => {
+                    println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+                    ExitCode::SUCCESS
+                }
+                Ok(rows) => {
+                    print!("{}", switchboard_app::traces::render(&rows));
+                    ExitCode::SUCCESS
+                }
                 Err(e) => {
                     eprintln!("switchboard: {e:#}");
                     ExitCode::FAILURE

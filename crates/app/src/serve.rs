@@ -1,4 +1,5 @@
-//! `switchboard serve`: run the router until interrupted.
+//! `switchboard serve`: run the router until interrupted, serving downstream MCP clients over
+//! HTTP and WebSocket (`--listen`) and/or stdio (`--stdio`), with request traces stored.
 
 use std::time::Duration;
 
@@ -57,29 +58,56 @@ pub async fn log_events(registry: Registry, cancel: CancellationToken) {
     }
 }
 
-/// Binds `addr` and serves the HTTP listener (the MCP endpoint at `/mcp`, blobs, health)
-/// until `cancel` fires; prints `listening on http://ADDR/mcp` once bound.
-async fn listen(
+/// What `switchboard serve` offers downstream clients besides running the registry.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Serve the HTTP listener (`/mcp` for HTTP and WebSocket clients, blobs, health) here.
+    pub listen: Option<std::net::SocketAddr>,
+    /// Serve one MCP client on stdin/stdout; the process ends when stdin closes.
+    pub stdio: bool,
+    /// The bearer token `/mcp` requires (HTTP and WebSocket; stdio is the process owner's).
+    pub token: Option<crate::auth::BearerToken>,
+}
+
+/// Builds the listener's app and the in-process adapter for stdio clients.
+fn build(
     config: &AppConfig,
     registry: &Registry,
-    addr: std::net::SocketAddr,
+    token: Option<crate::auth::BearerToken>,
+    traces: crate::traces::TraceSink,
     cancel: CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(axum::Router, crate::downstream::Adapter)> {
     let blob_dir = config.db_path.parent().unwrap_or(std::path::Path::new(".")).join("blobs");
     let blobs = crate::blobs::BlobStore::open(blob_dir, crate::blobs::DEFAULT_MAX_BLOB)?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the listener on {addr}"))?;
-    let bound = listener.local_addr()?;
-    let app = crate::http::router(crate::http::HttpState {
+    let state = crate::http::HttpState {
         blobs,
         registry: Some(registry.clone()),
         endpoint: std::sync::Arc::new(crate::endpoint::EndpointConfig {
             session_key: crate::session::SessionKey::from_env_or_random(),
             ..Default::default()
         }),
-    });
-    println!("listening on http://{bound}/mcp");
+    };
+    let edge = crate::edge::EdgeConfig { call_timeout: config.call_timeout, traces: Some(traces), token };
+    Ok(crate::http::app(state, edge, cancel))
+}
+
+/// Binds `addr` and serves `app` until `cancel` fires; announces `listening on http://ADDR/mcp`
+/// once bound (on stdout, or on stderr when stdout carries the stdio protocol).
+async fn listen(
+    app: axum::Router,
+    addr: std::net::SocketAddr,
+    announce_on_stderr: bool,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the listener on {addr}"))?;
+    let bound = listener.local_addr()?;
+    if announce_on_stderr {
+        eprintln!("listening on http://{bound}/mcp");
+    } else {
+        println!("listening on http://{bound}/mcp");
+    }
     tracing::info!(%bound, "MCP endpoint listening");
     tokio::spawn(async move {
         if let Err(e) = crate::http::serve(listener, app, cancel).await {
@@ -89,26 +117,54 @@ async fn listen(
     Ok(())
 }
 
-/// Runs until `cancel` fires, then shuts down within a deadline. With `addr`, also serves
-/// the HTTP listener there.
-pub async fn run(
-    config: AppConfig,
-    addr: Option<std::net::SocketAddr>,
-    cancel: CancellationToken,
-) -> anyhow::Result<()> {
+/// Runs until `cancel` fires (or, with `--stdio`, until stdin closes), then shuts down within a
+/// deadline.
+pub async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationToken) -> anyhow::Result<()> {
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
     tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), "starting switchboard");
     let (registry, store) = start(&config, cancel.child_token()).await?;
     let logger = tokio::spawn(log_events(registry.clone(), cancel.clone()));
-    if let Some(addr) = addr {
-        listen(&config, &registry, addr, cancel.child_token()).await?;
+    let traces_stop = CancellationToken::new();
+    let (traces, writer) = crate::traces::TraceSink::spawn(
+        Some(store.clone()),
+        Some(registry.events().clone()),
+        &crate::traces::TracesConfig { keep: config.traces_kept, ..Default::default() },
+        traces_stop.clone(),
+    );
+    let mut stdio = None;
+    if options.listen.is_some() || options.stdio {
+        let (app, adapter) = build(&config, &registry, options.token.clone(), traces, cancel.child_token())?;
+        if let Some(addr) = options.listen {
+            listen(app, addr, options.stdio, cancel.child_token()).await?;
+        }
+        if options.stdio {
+            tracing::info!("serving an MCP client on stdin/stdout");
+            let stop = cancel.clone();
+            stdio = Some(tokio::spawn(async move {
+                let io_cancel = stop.child_token();
+                crate::downstream::stdio::serve(adapter, tokio::io::stdin(), tokio::io::stdout(), io_cancel)
+                    .await;
+                if !stop.is_cancelled() {
+                    tracing::info!("stdin closed; shutting down");
+                    stop.cancel();
+                }
+            }));
+        }
+    } else {
+        drop(traces);
     }
     cancel.cancelled().await;
     tracing::info!("shutting down");
+    if let Some(task) = stdio {
+        // Lets the stdio connection end its session before the registry goes.
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     registry.shutdown(Duration::from_secs(5)).await;
     let _ = logger.await;
+    traces_stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     store.close().await;
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
-use switchboard_store::HandshakeRecord;
+use switchboard_store::{HandshakeRecord, TraceRecord};
 use switchboard_transport::UpstreamEvent;
 use tokio::sync::broadcast;
 
@@ -69,6 +69,12 @@ pub enum Event {
         event: UpstreamEvent,
         /// Unix milliseconds.
         at_ms: i64,
+    },
+    /// A downstream client's request to the federated endpoint finished (published by the app's
+    /// listener, which also stores it).
+    Trace {
+        /// The record as stored.
+        record: Box<TraceRecord>,
     },
 }
 

@@ -2,7 +2,8 @@
 //! the log of every handshake, in one SQLite file through sqlx.
 //!
 //! It also keeps the flow engine's runs (one row per run, one per node of it), so a diagnosis can be
-//! inspected and compared after the fact.
+//! inspected and compared after the fact, and a bounded log of the requests downstream clients sent to the
+//! federated endpoint (traces).
 //!
 //! The boundary exists so that nothing else in the workspace writes SQL: the router codes against [`Store`]
 //! and plain record types, and the schema (embedded migrations) can change, or move to PostgreSQL for
@@ -16,6 +17,7 @@ pub mod pool;
 pub mod runs;
 pub mod servers;
 pub mod tools;
+pub mod traces;
 
 pub use error::Error;
 pub use handshakes::{HANDSHAKES_KEPT, HandshakeRecord};
@@ -23,3 +25,4 @@ pub use pool::{Store, StoreConfig};
 pub use runs::{RUNS_KEPT, StoredRun, StoredRunNode};
 pub use servers::ServerRecord;
 pub use tools::{TOOL_SNAPSHOTS_KEPT, ToolSnapshot};
+pub use traces::{TRACES_KEPT, TraceRecord};

@@ -30,6 +30,12 @@ pub const NO_UPSTREAM: i64 = -32050;
 pub const UPSTREAM_FAILED: i64 = -32051;
 /// Router-specific: the request body exceeds the configured limit.
 pub const PAYLOAD_TOO_LARGE: i64 = -32052;
+/// Router-specific: a forwarded request outlived the router's per-request deadline (it was
+/// cancelled upstream).
+pub const UPSTREAM_TIMEOUT: i64 = -32053;
+/// Router-specific: the endpoint requires a bearer token and the request carried none or a wrong one
+/// (sent with HTTP 401).
+pub const UNAUTHORIZED: i64 = -32054;
 
 /// `true` for the errors that only a 2026-07-28 server returns; an HTTP client that sees
 /// one of them in a 400 body knows it is talking to a modern server.

@@ -136,7 +136,10 @@ fn serve_then_servers_shows_state_from_the_store() {
     let ev = rows.iter().find(|r| r["name"] == "everything").unwrap();
     assert_eq!(ev["state"], "ready", "{rows:?}");
     assert_eq!(ev["era"], "legacy");
-    assert_eq!(ev["tools"], 13);
+    // The router declares sampling, elicitation and roots (it relays those requests to its
+    // callers), so server-everything also lists the 4 tools that need them; `probe`, which
+    // declares nothing, sees 13.
+    assert_eq!(ev["tools"], EVERYTHING_TOOLS + 4);
     let crashy = rows.iter().find(|r| r["name"] == "crashy").unwrap();
     assert!(crashy["reason"].as_str().unwrap().contains("boom: no config"), "{crashy}");
     let table = Command::new(switchboard())

@@ -5,6 +5,8 @@
 mod cli;
 mod conformance;
 mod diagnose;
+mod downstream;
+mod edge;
 mod endpoint;
 
 pub use switchboard_fixtures::peers::{everything_js, node, node_dir, repo_root};

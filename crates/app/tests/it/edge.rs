@@ -1,0 +1,446 @@
+//! The listener's edge around `/mcp` (`http::app`): bearer token, per-request deadline and
+//! request traces, in front of two in-process fixtures — `alpha` (both eras) and `beta`
+//! (legacy only) — with every server on 127.0.0.1 port 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_app::blobs::BlobStore;
+use switchboard_app::edge::EdgeConfig;
+use switchboard_app::endpoint::EndpointConfig;
+use switchboard_app::http::{HttpState, app, serve};
+use switchboard_app::traces::{TraceSink, TracesConfig};
+use switchboard_fixtures::Fixture;
+use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
+use switchboard_router::config::{ServerToml, spec_from_toml};
+use switchboard_router::{Event, EventBus, Registry, RegistryConfig, ServerState};
+use switchboard_store::{Store, TraceRecord};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+pub const VERSION: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+
+/// A running listener with its upstreams and trace store.
+pub struct Env {
+    pub url: String,
+    pub ws_url: String,
+    pub http: reqwest::Client,
+    pub stop: CancellationToken,
+    pub frames: FrameBus,
+    pub registry: Registry,
+    pub store: Store,
+    /// The in-process adapter stdio clients use.
+    pub adapter: switchboard_app::downstream::Adapter,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn fixture(era: Era, profile: Profile, stop: CancellationToken) -> String {
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = era;
+    cfg.profile = profile;
+    let f = Fixture::bind(cfg).await.unwrap();
+    let url = f.url().unwrap();
+    tokio::spawn(async move { f.serve(stop).await });
+    url
+}
+
+/// Starts alpha, beta, a registry, a trace store and the listener; `tune` adjusts the edge.
+pub async fn start(tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig)) -> Env {
+    start_with(&[("alpha", Era::Both, Profile::Basic), ("beta", Era::Legacy, Profile::Basic)], tune).await
+}
+
+/// Like [`start`] with the given upstream fixtures (name, era, catalogue).
+pub async fn start_with(
+    fixtures: &[(&str, Era, Profile)],
+    tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig),
+) -> Env {
+    let stop = CancellationToken::new();
+    let frames = FrameBus::new(10_000);
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(1000),
+        frames.clone(),
+        stop.child_token(),
+    );
+    for (name, era, profile) in fixtures {
+        let url = fixture(*era, *profile, stop.clone()).await;
+        let spec = spec_from_toml(name, ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+        registry.add(spec).await.unwrap();
+    }
+    for (name, _, _) in fixtures {
+        registry.wait_for(name, ServerState::Ready, Duration::from_secs(30)).await.expect(name);
+    }
+    let mut edge = EdgeConfig::default();
+    let mut traces = TracesConfig::default();
+    tune(&mut edge, &mut traces);
+    let store = Store::open_in_memory().await.unwrap();
+    let (sink, _writer) =
+        TraceSink::spawn(Some(store.clone()), Some(registry.events().clone()), &traces, stop.child_token());
+    edge.traces = Some(sink);
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let state =
+        HttpState { blobs, registry: Some(registry.clone()), endpoint: Arc::new(EndpointConfig::default()) };
+    let (router, adapter) = app(state, edge, stop.child_token());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, router, stop.child_token()));
+    Env {
+        url: format!("http://{addr}/mcp"),
+        ws_url: format!("ws://{addr}/mcp"),
+        http: reqwest::Client::new(),
+        stop,
+        frames,
+        registry,
+        store,
+        adapter,
+        _dir: dir,
+    }
+}
+
+/// A 2026-07-28 request with `_meta` (and a clientInfo naming the test).
+pub fn request(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    params["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "edge-test", "version": "2.0"});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+pub fn legacy_request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+pub fn legacy_initialize(id: u64, client: &str) -> Value {
+    legacy_request(
+        id,
+        "initialize",
+        json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": client, "version": "1.5"}}),
+    )
+}
+
+/// The JSON messages of an SSE body.
+pub fn sse_messages(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+impl Env {
+    /// POSTs a 2026-07-28 body with the headers a correct client sends.
+    pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", VERSION)
+            .header("Mcp-Method", body["method"].as_str().unwrap());
+        if let Some(n) = body["params"]["name"].as_str().or(body["params"]["uri"].as_str()) {
+            req = req.header("Mcp-Name", n);
+        }
+        req.json(body)
+    }
+
+    /// Status and the final JSON-RPC message (plain JSON or the last SSE event).
+    pub async fn call(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let sse = r
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or_default().starts_with("text/event-stream"));
+        let text = r.text().await.unwrap();
+        let v = if sse { sse_messages(&text).pop().unwrap() } else { serde_json::from_str(&text).unwrap() };
+        (status, v)
+    }
+
+    /// Waits (bounded) until at least `n` traces are stored; returns them newest first.
+    pub async fn traces(&self, n: usize) -> Vec<TraceRecord> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let rows = self.store.traces(1000).await.unwrap();
+            if rows.len() >= n || std::time::Instant::now() > deadline {
+                return rows;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Waits (bounded) until the upstream leg carries a `notifications/cancelled` frame.
+pub async fn expect_upstream_cancel(
+    frames: &mut tokio::sync::broadcast::Receiver<switchboard_transport::FrameEvent>,
+) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match frames.recv().await {
+                Ok(f) if f.method.as_deref() == Some("notifications/cancelled") => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("frame bus: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the upstream is sent notifications/cancelled");
+}
+
+#[tokio::test]
+async fn bearer_token_guards_the_mcp_endpoint_only() {
+    let env = start(|e, _| e.token = switchboard_app::auth::BearerToken::new("s3cret")).await;
+    let discover = request(1, "server/discover", json!({}));
+
+    let r = env.post(&discover).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with("Bearer"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32054, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("Bearer"), "{v}");
+
+    let r = env.post(&discover).bearer_auth("wrong").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().contains("invalid_token"));
+
+    let (status, v) = env.call(env.post(&discover).bearer_auth("s3cret")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+
+    // DELETE and GET (WebSocket included) need it too; health does not.
+    let r = env.http.delete(&env.url).header("Mcp-Session-Id", "x").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let health = env.url.replace("/mcp", "/healthz");
+    assert_eq!(env.http.get(&health).send().await.unwrap().status(), 200);
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut ws = env.ws_url.as_str().into_client_request().unwrap();
+    ws.headers_mut().insert("sec-websocket-protocol", "mcp".parse().unwrap());
+    match tokio_tungstenite::connect_async(ws.clone()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 401),
+        other => panic!("a WebSocket without the token must be refused: {:?}", other.map(|_| ())),
+    }
+    ws.headers_mut().insert("authorization", "Bearer s3cret".parse().unwrap());
+    let (socket, resp) = tokio_tungstenite::connect_async(ws).await.expect("upgrade with the token");
+    assert_eq!(resp.headers()["sec-websocket-protocol"], "mcp");
+    drop(socket);
+}
+
+#[tokio::test]
+async fn a_call_past_the_deadline_is_an_error_naming_the_upstream_and_is_cancelled_upstream() {
+    let env = start(|e, _| e.call_timeout = Duration::from_millis(1500)).await;
+    let mut frames = env.frames.subscribe();
+    // JSON answer (no progress token: nothing reaches the client before the deadline).
+    let body =
+        request(1, "tools/call", json!({"name": "beta__slow", "arguments": {"ms": 60000, "steps": 1}}));
+    let started = std::time::Instant::now();
+    let (status, v) = env.call(env.post(&body)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["id"], 1, "{v}");
+    assert_eq!(v["error"]["code"], -32053, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("\"beta\"") && msg.contains("1.5 s"), "{msg}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    expect_upstream_cancel(&mut frames).await;
+
+    // SSE answer: progress first, then the timeout as the last event.
+    let body = request(
+        2,
+        "tools/call",
+        json!({"name": "beta__slow", "arguments": {"ms": 60000, "steps": 600}, "_meta": {"progressToken": "t"}}),
+    );
+    let r = env.post(&body).send().await.unwrap();
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let msgs = sse_messages(&r.text().await.unwrap());
+    assert!(msgs.iter().any(|m| m["method"] == "notifications/progress"), "{msgs:?}");
+    let last = msgs.last().unwrap();
+    assert_eq!((last["id"].clone(), last["error"]["code"].clone()), (json!(2), json!(-32053)), "{msgs:?}");
+    expect_upstream_cancel(&mut frames).await;
+
+    // Fast calls are untouched, and both timeouts are traced as such.
+    let (_, v) = env
+        .call(env.post(&request(
+            3,
+            "tools/call",
+            json!({"name": "alpha__echo", "arguments": {"text": "ok"}}),
+        )))
+        .await;
+    assert_eq!(v["result"]["structuredContent"]["text"], "ok", "{v}");
+    let traces = env.traces(3).await;
+    let timeouts: Vec<&TraceRecord> = traces.iter().filter(|t| t.outcome == "timeout").collect();
+    assert_eq!(timeouts.len(), 2, "{traces:#?}");
+    assert!(timeouts.iter().all(|t| t.upstream.as_deref() == Some("beta") && t.error_code == Some(-32053)));
+    assert!(timeouts.iter().any(|t| t.streamed));
+}
+
+#[tokio::test]
+async fn requests_produce_traces_on_the_bus_and_in_the_store() {
+    let env = start(|_, _| {}).await;
+    let mut bus = env.registry.events().subscribe();
+    let (_, v) = env.call(env.post(&request(1, "server/discover", json!({})))).await;
+    assert!(v["result"].is_object(), "{v}");
+    let (_, v) = env
+        .call(env.post(&request(2, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "t"}}))))
+        .await;
+    assert!(v["result"].is_object(), "{v}");
+    let (_, v) =
+        env.call(env.post(&request(3, "tools/call", json!({"name": "nope", "arguments": {}})))).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let slow = request(
+        4,
+        "tools/call",
+        json!({"name": "alpha__slow", "arguments": {"ms": 200, "steps": 2}, "_meta": {"progressToken": "p"}}),
+    );
+    let (_, v) = env.call(env.post(&slow)).await;
+    assert!(v["result"].is_object(), "{v}");
+
+    // A 2025-11-25 session: the client is known from the session id.
+    let r = env.http.post(&env.url).json(&legacy_initialize(0, "legacy-tracer")).send().await.unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let call = legacy_request(5, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "l"}}));
+    let (_, v) = env
+        .call(
+            env.http
+                .post(&env.url)
+                .header("Mcp-Session-Id", &sid)
+                .header("MCP-Protocol-Version", LEGACY)
+                .json(&call),
+        )
+        .await;
+    assert_eq!(v["result"]["structuredContent"]["text"], "l", "{v}");
+
+    let traces = env.traces(6).await;
+    assert_eq!(traces.len(), 6, "{traces:#?}");
+    let by_method = |m: &str, name: Option<&str>| {
+        traces
+            .iter()
+            .find(|t| t.method == m && t.name.as_deref() == name)
+            .unwrap_or_else(|| panic!("no trace of {m} {name:?}: {traces:#?}"))
+    };
+    let d = by_method("server/discover", None);
+    assert_eq!((d.outcome.as_str(), d.upstream.as_deref(), d.era.as_deref()), ("ok", None, Some(VERSION)));
+    assert_eq!((d.client_name.as_deref(), d.client_version.as_deref()), (Some("edge-test"), Some("2.0")));
+    assert_eq!(d.transport, "http");
+    assert!(d.peer.as_deref().is_some_and(|p| p.starts_with("127.0.0.1:")), "{d:?}");
+    let ok = by_method("tools/call", Some("alpha__echo"));
+    assert_eq!((ok.outcome.as_str(), ok.upstream.as_deref(), ok.streamed), ("ok", Some("alpha"), false));
+    assert!(ok.latency_ms > 0.0 && ok.first_byte_ms.is_some());
+    let bad = by_method("tools/call", Some("nope"));
+    assert_eq!(
+        (bad.outcome.as_str(), bad.error_code, bad.upstream.as_deref()),
+        ("error", Some(-32602), None)
+    );
+    let streamed = by_method("tools/call", Some("alpha__slow"));
+    assert_eq!((streamed.outcome.as_str(), streamed.streamed), ("ok", true), "{streamed:?}");
+    assert!(streamed.latency_ms >= 150.0, "timed to the end of the stream: {streamed:?}");
+    let init = by_method("initialize", None);
+    assert_eq!((init.client_name.as_deref(), init.era.as_deref()), (Some("legacy-tracer"), Some(LEGACY)));
+    let legacy = by_method("tools/call", Some("beta__echo"));
+    assert_eq!(
+        (legacy.client_name.as_deref(), legacy.client_version.as_deref(), legacy.era.as_deref()),
+        (Some("legacy-tracer"), Some("1.5"), Some(LEGACY))
+    );
+    assert_eq!(legacy.upstream.as_deref(), Some("beta"));
+
+    // Each was published on the registry's event bus as well.
+    let mut published = 0;
+    while let Ok(ev) = bus.try_recv() {
+        if matches!(ev.as_ref(), Event::Trace { .. }) {
+            published += 1;
+        }
+    }
+    assert_eq!(published, 6);
+}
+
+#[tokio::test]
+async fn stored_traces_stay_within_the_bound() {
+    let env = start(|_, t| t.keep = 5).await;
+    for id in 0..12 {
+        let (status, _) = env.call(env.post(&request(id, "tools/list", json!({})))).await;
+        assert_eq!(status, 200);
+    }
+    // Once the writer has stored the twelfth (row ids count up from 1), only five remain.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows = env.store.traces(100).await.unwrap();
+        if rows.iter().any(|t| t.id == Some(12)) {
+            assert_eq!(rows.len(), 5, "{rows:#?}");
+            assert_eq!(rows.iter().filter_map(|t| t.id).min(), Some(8));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{rows:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(env.store.trace_count().await.unwrap(), 5);
+}
+
+#[tokio::test]
+async fn serve_token_env_requires_the_variable_and_then_the_token() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switchboard.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let args = |listen: bool| {
+        let mut a = vec![
+            "--config".to_owned(),
+            cfg.to_str().unwrap().to_owned(),
+            "--db".to_owned(),
+            dir.path().join("sb.db").to_str().unwrap().to_owned(),
+            "serve".to_owned(),
+            "--token-env".to_owned(),
+            "SB_EDGE_TEST_TOKEN".to_owned(),
+        ];
+        if listen {
+            a.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+        }
+        a
+    };
+    // Named but unset: a usage error that names the variable.
+    let out = tokio::process::Command::new(crate::switchboard())
+        .args(args(true))
+        .env_remove("SB_EDGE_TEST_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SB_EDGE_TEST_TOKEN"));
+
+    let mut child = tokio::process::Command::new(crate::switchboard())
+        .args(args(true))
+        .env("SB_EDGE_TEST_TOKEN", "t0ken")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("serve printed its address");
+            if let Some(u) = line.strip_prefix("listening on ") {
+                return u.to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let http = reqwest::Client::new();
+    let body = request(1, "server/discover", json!({}));
+    let post = || {
+        http.post(&url)
+            .header("MCP-Protocol-Version", VERSION)
+            .header("Mcp-Method", "server/discover")
+            .json(&body)
+    };
+    assert_eq!(post().send().await.unwrap().status(), 401);
+    let r = post().bearer_auth("t0ken").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let health = url.replace("/mcp", "/healthz");
+    assert_eq!(http.get(&health).send().await.unwrap().status(), 200);
+    child.kill().await.unwrap();
+}
