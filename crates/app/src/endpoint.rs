@@ -612,6 +612,10 @@ impl Handler {
             Err(e) => return self.upstream_failed(server, e),
         };
         let Some(id) = self.id.clone() else { return StatusCode::ACCEPTED.into_response() };
+        // A 2026-07-28 client of a legacy upstream gets the fields its revision requires.
+        let bridge = (client.era() == Era::Legacy
+            && self.msg.protocol_version().is_some_and(|v| MODERN_VERSIONS.contains(&v)))
+        .then(|| method.to_owned());
         // Wait for the first relayable message: a response answers with plain JSON.
         let first = loop {
             let next = tokio::select! {
@@ -623,6 +627,9 @@ impl Handler {
                 Some(Ok(m)) if m.is_response() => {
                     let mut m = m;
                     m.set_id(&id);
+                    if let Some(method) = &bridge {
+                        complete_legacy_result(&mut m, method);
+                    }
                     return json_response(StatusCode::OK, &m);
                 }
                 Some(Ok(m)) if relayable(&m) => break m,
@@ -631,7 +638,25 @@ impl Handler {
                 None => return self.upstream_failed(server, "stream ended without a response"),
             }
         };
-        sse(first, exchange, id, server.to_owned(), self.cancel.clone(), self.guard.take())
+        sse(first, exchange, id, server.to_owned(), self.cancel.clone(), self.guard.take(), bridge)
+    }
+}
+
+/// Adds what a 2026-07-28 result must carry to a legacy upstream's result: `resultType`
+/// (absent means `complete` before 2026-07-28) and, on `resources/read`, caching hints that
+/// forbid caching (a legacy server says nothing about freshness). Errors pass unchanged.
+fn complete_legacy_result(m: &mut Message, method: &str) {
+    let Some(Value::Object(result)) = m.result_mut() else { return };
+    if !result.contains_key("resultType") {
+        result.insert("resultType".into(), json!("complete"));
+    }
+    if method == method::RESOURCES_READ {
+        if !result.contains_key("ttlMs") {
+            result.insert("ttlMs".into(), json!(0));
+        }
+        if !result.contains_key("cacheScope") {
+            result.insert("cacheScope".into(), json!("private"));
+        }
     }
 }
 
@@ -660,6 +685,8 @@ struct Relay {
     id: Id,
     server: String,
     done: bool,
+    /// The method, when the response comes from a legacy upstream to a 2026-07-28 client.
+    bridge: Option<String>,
 }
 
 /// An SSE response relaying interim notifications and ending with the response. Dropping
@@ -671,8 +698,10 @@ fn sse(
     server: String,
     cancel: CancellationToken,
     guard: Option<InFlightGuard>,
+    bridge: Option<String>,
 ) -> Response {
-    let relay = Relay { cancel, _guard: guard, first: Some(first), exchange, id, server, done: false };
+    let relay =
+        Relay { cancel, _guard: guard, first: Some(first), exchange, id, server, done: false, bridge };
     let stream = futures::stream::unfold(relay, |mut r| async move {
         if let Some(m) = r.first.take() {
             return Some((event(&m), r));
@@ -689,6 +718,9 @@ fn sse(
             match next {
                 Some(Ok(mut m)) if m.is_response() => {
                     m.set_id(&r.id);
+                    if let Some(method) = &r.bridge {
+                        complete_legacy_result(&mut m, method);
+                    }
                     r.done = true;
                     return Some((event(&m), r));
                 }
