@@ -1,13 +1,17 @@
 //! The application config file (`switchboard.toml`) and its defaults.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::Deserialize;
 use switchboard_router::config::{self, ServerToml};
+use switchboard_router::federation::{FederationConfig, PrefixMode};
 use switchboard_router::{RegistryConfig, ServerSpec};
+
+use crate::upstreams::{self, UpstreamFlag};
 
 /// The configuration shipped inside the binary.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../../../assets/switchboard.toml");
@@ -60,6 +64,24 @@ pub struct StoreToml {
     pub path: String,
 }
 
+/// `[endpoint]`: the federated MCP endpoint of `switchboard serve`. Every key is optional;
+/// the matching `serve` flag wins over it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointToml {
+    /// Address of the HTTP listener (`--listen`); absent means no listener unless the flag is given.
+    pub listen: Option<SocketAddr>,
+    /// `always`, `on-collision` (default) or `never` (`--prefix`).
+    pub prefix: Option<PrefixMode>,
+    /// Between server name and tool/prompt name (`--separator`; default `__`).
+    pub separator: Option<String>,
+    /// Origins accepted besides localhost, 127.0.0.1 and [::1] (exact `scheme://host[:port]`).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes.
+    pub body_limit: Option<usize>,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,9 +92,49 @@ pub struct AppToml {
     /// `[store]`.
     #[serde(default)]
     pub store: StoreToml,
+    /// `[endpoint]`.
+    #[serde(default)]
+    pub endpoint: EndpointToml,
     /// `[servers.NAME]`.
     #[serde(default)]
     pub servers: BTreeMap<String, ServerToml>,
+}
+
+/// Settings of the federated MCP endpoint after the file and the flags were merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointSettings {
+    /// Where `serve` listens; `None` runs the registry without an HTTP listener.
+    pub listen: Option<SocketAddr>,
+    /// Prefix mode and separator of federated names.
+    pub federation: FederationConfig,
+    /// Origins accepted besides the loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+}
+
+impl Default for EndpointSettings {
+    fn default() -> Self {
+        EndpointSettings {
+            listen: None,
+            federation: FederationConfig::default(),
+            allowed_origins: Vec::new(),
+            body_limit: crate::endpoint::DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+/// What `switchboard serve`'s flags add to or override in the file.
+#[derive(Debug, Clone, Default)]
+pub struct ServeFlags {
+    /// `--listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--prefix`.
+    pub prefix: Option<PrefixMode>,
+    /// `--separator`.
+    pub separator: Option<String>,
+    /// `--upstream` and `--upstream-cmd`, in command-line order.
+    pub upstreams: Vec<UpstreamFlag>,
 }
 
 /// Configuration after all sources were merged.
@@ -88,6 +150,57 @@ pub struct AppConfig {
     pub source: String,
     /// Non-fatal problems (a bad entry in an `mcp.json` file).
     pub warnings: Vec<String>,
+    /// The federated endpoint.
+    pub endpoint: EndpointSettings,
+    /// Whether the servers came from the embedded default (no file was found).
+    pub embedded_default: bool,
+}
+
+impl AppConfig {
+    /// Applies `serve`'s flags: listen address, prefix mode and separator win over
+    /// `[endpoint]`; ad-hoc upstreams are added to the file's servers, except that with any
+    /// of them the embedded default's built-in servers are left out (a file given with
+    /// `--config` or found as `./switchboard.toml` keeps all of its servers).
+    pub fn apply_serve_flags(&mut self, flags: ServeFlags) -> anyhow::Result<()> {
+        if flags.listen.is_some() {
+            self.endpoint.listen = flags.listen;
+        }
+        if let Some(p) = flags.prefix {
+            self.endpoint.federation.mode = p;
+        }
+        if let Some(s) = flags.separator {
+            self.endpoint.federation.separator =
+                check_separator(&s).map_err(|e| anyhow::anyhow!("--separator {e}"))?;
+        }
+        if !flags.upstreams.is_empty() {
+            if self.embedded_default {
+                self.servers.retain(|s| s.source != self.source);
+            }
+            let taken: Vec<String> = self.servers.iter().map(|s| s.name.clone()).collect();
+            let added = upstreams::to_specs(&flags.upstreams, &taken)?;
+            self.servers.extend(added);
+        }
+        Ok(())
+    }
+}
+
+/// A separator must be non-empty and printable without spaces (it becomes part of tool names).
+fn check_separator(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > 8 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{s:?}: use 1–8 printable characters without spaces (default \"__\")"));
+    }
+    Ok(s.to_owned())
+}
+
+fn check_origin(o: &str) -> Result<String, String> {
+    let ok = o.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty() && !rest.is_empty() && !rest.contains('/') && !rest.contains(char::is_whitespace)
+    });
+    if ok {
+        Ok(o.trim_end_matches('/').to_owned())
+    } else {
+        Err(format!("{o:?} is not scheme://host[:port]"))
+    }
 }
 
 /// The platform default database path.
@@ -114,7 +227,9 @@ pub fn load(file: Option<&Path>, extra_mcp_json: &[PathBuf], db: Option<&Path>) 
         ),
         None => (EMBEDDED_DEFAULT.to_owned(), "embedded default config".to_owned()),
     };
-    parse(&text, &source, extra_mcp_json, db)
+    let mut cfg = parse(&text, &source, extra_mcp_json, db)?;
+    cfg.embedded_default = file.is_none() && !local.exists();
+    Ok(cfg)
 }
 
 /// Parses configuration text (see [`load`]).
@@ -149,7 +264,33 @@ pub fn parse(
         None if !doc.store.path.is_empty() => PathBuf::from(&doc.store.path),
         None => default_db_path(),
     };
-    Ok(AppConfig { registry, db_path, servers, source: source.to_owned(), warnings })
+    let e = doc.endpoint;
+    let mut endpoint = EndpointSettings { listen: e.listen, ..EndpointSettings::default() };
+    if let Some(p) = e.prefix {
+        endpoint.federation.mode = p;
+    }
+    if let Some(sep) = e.separator {
+        endpoint.federation.separator =
+            check_separator(&sep).map_err(|m| anyhow::anyhow!("{source}: endpoint.separator {m}"))?;
+    }
+    for o in &e.allowed_origins {
+        endpoint
+            .allowed_origins
+            .push(check_origin(o).map_err(|m| anyhow::anyhow!("{source}: endpoint.allowed_origins: {m}"))?);
+    }
+    if let Some(b) = e.body_limit {
+        anyhow::ensure!(b >= 1024, "{source}: endpoint.body_limit {b} is below 1024 bytes");
+        endpoint.body_limit = b;
+    }
+    Ok(AppConfig {
+        registry,
+        db_path,
+        servers,
+        source: source.to_owned(),
+        warnings,
+        endpoint,
+        embedded_default: false,
+    })
 }
 
 #[cfg(test)]
@@ -162,6 +303,58 @@ mod tests {
         let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["knowledge", "reasoning", "vision"]);
         assert_eq!(c.registry.refresh_interval, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn endpoint_table_and_flags_merge() {
+        let text = "[endpoint]\nlisten = \"127.0.0.1:7010\"\nprefix = \"never\"\nseparator = \".\"\n\
+                    allowed_origins = [\"https://app.example.com\"]\nbody_limit = 65536\n\
+                    [servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n";
+        let mut c = parse(text, "e.toml", &[], None).unwrap();
+        assert_eq!(c.endpoint.listen, Some("127.0.0.1:7010".parse().unwrap()));
+        assert_eq!(
+            c.endpoint.federation,
+            FederationConfig { mode: PrefixMode::Never, separator: ".".into() }
+        );
+        assert_eq!(c.endpoint.allowed_origins, ["https://app.example.com"]);
+        assert_eq!(c.endpoint.body_limit, 65536);
+        c.apply_serve_flags(ServeFlags {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            prefix: Some(PrefixMode::Always),
+            separator: Some("_".into()),
+            upstreams: vec![upstreams::parse_url_flag("http://127.0.0.1:2/mcp").unwrap()],
+        })
+        .unwrap();
+        assert_eq!(c.endpoint.listen, Some("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(
+            c.endpoint.federation,
+            FederationConfig { mode: PrefixMode::Always, separator: "_".into() }
+        );
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "127-0-0-1-2"], "a file's servers stay");
+        let bad = parse("[endpoint]\nprefix = \"sometimes\"\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(bad.contains("e.toml") && bad.contains("sometimes"), "{bad}");
+        let bad = parse("[endpoint]\nseparator = \"\"\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(bad.contains("endpoint.separator"), "{bad}");
+    }
+
+    #[test]
+    fn upstream_flags_replace_the_embedded_builtins() {
+        let mut c = parse(EMBEDDED_DEFAULT, "embedded", &[], None).unwrap();
+        c.embedded_default = true;
+        c.apply_serve_flags(ServeFlags {
+            upstreams: vec![upstreams::parse_cmd_flag("vision=mcp-fixture --transport stdio").unwrap()],
+            ..Default::default()
+        })
+        .unwrap();
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["vision"]);
+        assert_eq!(c.servers[0].source, upstreams::SOURCE);
+        let mut c = parse(EMBEDDED_DEFAULT, "embedded", &[], None).unwrap();
+        c.embedded_default = true;
+        c.apply_serve_flags(ServeFlags { separator: Some("a b".into()), ..Default::default() }).unwrap_err();
+        c.apply_serve_flags(ServeFlags::default()).unwrap();
+        assert_eq!(c.servers.len(), 3, "without --upstream* the built-ins stay");
     }
 
     #[test]

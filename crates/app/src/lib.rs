@@ -15,6 +15,7 @@ pub mod probe;
 pub mod serve;
 pub mod servers;
 pub mod session;
+pub mod upstreams;
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {

@@ -76,6 +76,9 @@ async fn listen(
         registry: Some(registry.clone()),
         endpoint: std::sync::Arc::new(crate::endpoint::EndpointConfig {
             session_key: crate::session::SessionKey::from_env_or_random(),
+            federation: config.endpoint.federation.clone(),
+            allowed_origins: config.endpoint.allowed_origins.clone(),
+            body_limit: config.endpoint.body_limit,
             ..Default::default()
         }),
     });
@@ -89,20 +92,16 @@ async fn listen(
     Ok(())
 }
 
-/// Runs until `cancel` fires, then shuts down within a deadline. With `addr`, also serves
-/// the HTTP listener there.
-pub async fn run(
-    config: AppConfig,
-    addr: Option<std::net::SocketAddr>,
-    cancel: CancellationToken,
-) -> anyhow::Result<()> {
+/// Runs until `cancel` fires, then shuts down within a deadline. With an endpoint address
+/// (`--listen` or `[endpoint].listen`), also serves the HTTP listener there.
+pub async fn run(config: AppConfig, cancel: CancellationToken) -> anyhow::Result<()> {
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
-    tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), "starting switchboard");
+    tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), prefix = ?config.endpoint.federation.mode, "starting switchboard");
     let (registry, store) = start(&config, cancel.child_token()).await?;
     let logger = tokio::spawn(log_events(registry.clone(), cancel.clone()));
-    if let Some(addr) = addr {
+    if let Some(addr) = config.endpoint.listen {
         listen(&config, &registry, addr, cancel.child_token()).await?;
     }
     cancel.cancelled().await;

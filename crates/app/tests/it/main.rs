@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod diagnose;
 mod endpoint;
+mod serve_flags;
 
 pub use switchboard_fixtures::peers::{everything_js, node, node_dir, repo_root};
 
