@@ -20,7 +20,7 @@
 #   --no-build  use the binaries already in target/debug (scripts/run-tests.sh built them)
 #   --keep      keep the work directory (logs, conformance output) and print its path
 # Env: SUITE_TIMEOUT (seconds per conformance run, default 900).
-set -euo pipefail
+set -Eeuo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SETUP=1 BUILD=1 KEEP=0
 for a in "$@"; do
@@ -69,24 +69,36 @@ stop_all() {
   PIDS=()
 }
 cleanup() {
+  trap - ERR
+  [ "$BASHPID" = "$$" ] || return 0 # only the script itself, never a subshell, cleans up
   stop_all
   if ((KEEP)); then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'log "interrupted by a signal"; exit 130' INT TERM HUP
+trap 'log "failed (status $?) at line $LINENO: $BASH_COMMAND"' ERR
 
 # start NAME CMD…: runs CMD in the background (stdout/stderr in $WORK/NAME.{out,err}) and
 # sets URL to what it prints as `listening on URL` (within 60 s).
 start() {
   local name=$1
   shift
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  # Created here, not by the child's redirection, so the wait below never races its start.
+  : >"$WORK/$name.out"
+  : >"$WORK/$name.err"
+  "$@" >>"$WORK/$name.out" 2>>"$WORK/$name.err" &
   local pid=$!
   PIDS+=("$pid")
   URL=
+  local line
   for _ in $(seq 600); do
-    URL=$(sed -n 's/^listening on \(http[^ ]*\).*/\1/p' "$WORK/$name.out" | head -n1)
-    [ -n "$URL" ] && return 0
+    while IFS= read -r line; do
+      if [[ $line == "listening on http"* ]]; then
+        URL=${line#listening on }
+        URL=${URL%% *}
+        return 0
+      fi
+    done <"$WORK/$name.out"
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -170,4 +182,6 @@ python3 "$ROOT/tests/acceptance/summarize.py" client "$ROWS" "client typescript"
 ((rc == 0)) || tail -n 20 "$WORK/ts.err" >&2
 stop_all
 
-python3 "$ROOT/tests/acceptance/summarize.py" table "$ROWS"
+rc=0
+python3 "$ROOT/tests/acceptance/summarize.py" table "$ROWS" || rc=$?
+exit "$rc"
