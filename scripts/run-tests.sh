@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs the whole test suite: formatting, lints, and every
-# test of every crate (unit, integration against real MCP peers, conformance scenarios).
+# Sets up a fresh machine and runs the whole test suite: formatting, lints, every test of
+# every crate (unit, integration against real MCP peers, conformance scenarios), then the
+# endpoint acceptance script (tests/endpoint-acceptance.sh).
+#
+# SWITCHBOARD_ACCEPTANCE chooses what the acceptance step does:
+#   gate (default) — runs it; any failure fails this script
+#   report         — runs it and prints its table; failures do not fail this script
+#   off            — skips it
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$ROOT/scripts/setup.sh" test
@@ -15,3 +21,14 @@ step "cargo test"
 # One build of every target first, so test binaries that start the mcp-fixture binary find it.
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked
+step "endpoint acceptance (SWITCHBOARD_ACCEPTANCE=${SWITCHBOARD_ACCEPTANCE:-gate})"
+case "${SWITCHBOARD_ACCEPTANCE:-gate}" in
+  off) echo "skipped" ;;
+  gate) bash "$ROOT/tests/endpoint-acceptance.sh" --no-setup --no-build ;;
+  report)
+    if ! bash "$ROOT/tests/endpoint-acceptance.sh" --no-setup --no-build; then
+      echo "endpoint acceptance reported failures (see the table above); not gating: SWITCHBOARD_ACCEPTANCE=report"
+    fi
+    ;;
+  *) echo "SWITCHBOARD_ACCEPTANCE must be report, gate or off" >&2; exit 2 ;;
+esac

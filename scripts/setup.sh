@@ -2,8 +2,10 @@
 # Installs what Switchboard needs on a fresh Debian 12 machine (as root), skipping
 # whatever is already there. Usage: scripts/setup.sh app|test
 #   app   — system libraries to build and run the router
-#   test  — the above plus the Node test peers (Node 22, server-everything, the
-#           official conformance suite) pinned in tests/node, installed into .cache/node
+#   test  — the above plus the test peers: Node 22, server-everything, the official
+#           conformance suite and the TypeScript SDK client pinned in tests/node, installed
+#           into .cache/node; the Python SDK (mcp, pinned in tests/clients/requirements.txt)
+#           in a venv at .cache/python
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODE=${1:-app}
@@ -46,5 +48,18 @@ if [ "$MODE" = test ]; then
     touch "$stamp"
   fi
   "$NODE_DIR/node_modules/.bin/node" --version | grep -q '^v22\.' || { log "Node 22 missing in .cache/node"; exit 1; }
+
+  # The Python SDK client of the acceptance test, in its own venv.
+  command -v python3 >/dev/null 2>&1 || apt_need python3
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_need python3-venv
+  PY_DIR="$ROOT/.cache/python"
+  py_stamp="$PY_DIR/.installed-$(sha256sum "$ROOT/tests/clients/requirements.txt" | cut -c1-16)"
+  if [ ! -f "$py_stamp" ] || [ ! -x "$PY_DIR/bin/python" ]; then
+    log "installing the Python MCP SDK into .cache/python"
+    rm -rf "$PY_DIR"
+    python3 -m venv "$PY_DIR"
+    "$PY_DIR/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/tests/clients/requirements.txt"
+    touch "$py_stamp"
+  fi
 fi
 log "ready ($MODE)"

@@ -1,13 +1,17 @@
 //! The application config file (`switchboard.toml`) and its defaults.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::Deserialize;
 use switchboard_router::config::{self, ServerToml};
+use switchboard_router::federation::{FederationConfig, PrefixMode};
 use switchboard_router::{RegistryConfig, ServerSpec};
+
+use crate::upstreams::{self, UpstreamFlag};
 
 /// The configuration shipped inside the binary.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../../../assets/switchboard.toml");
@@ -60,10 +64,26 @@ pub struct StoreToml {
     pub path: String,
 }
 
-/// `[endpoint]`: the federated `/mcp` endpoint served by `serve --listen` / `--stdio`.
+/// `[endpoint]`: the federated MCP endpoint of `switchboard serve` (`--listen` / `--stdio`).
+/// Every key is optional; the matching `serve` flag wins over it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointToml {
+    /// Address of the HTTP listener (`--listen`); absent means no listener unless the flag is given.
+    #[serde(default)]
+    pub listen: Option<SocketAddr>,
+    /// `always`, `on-collision` (default) or `never` (`--prefix`).
+    #[serde(default)]
+    pub prefix: Option<PrefixMode>,
+    /// Between server name and tool/prompt name (`--separator`; default `__`).
+    #[serde(default)]
+    pub separator: Option<String>,
+    /// Origins accepted besides localhost, 127.0.0.1 and [::1] (exact `scheme://host[:port]`).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes.
+    #[serde(default)]
+    pub body_limit: Option<usize>,
     /// Deadline of a forwarded request (`tools/call`, `prompts/get`, `resources/read`), seconds.
     #[serde(default = "default_call_timeout")]
     pub call_timeout_secs: u64,
@@ -86,6 +106,11 @@ fn default_traces_kept() -> i64 {
 impl Default for EndpointToml {
     fn default() -> Self {
         EndpointToml {
+            listen: None,
+            prefix: None,
+            separator: None,
+            allowed_origins: Vec::new(),
+            body_limit: None,
             call_timeout_secs: default_call_timeout(),
             traces_kept: default_traces_kept(),
             token_env: None,
@@ -111,6 +136,43 @@ pub struct AppToml {
     pub servers: BTreeMap<String, ServerToml>,
 }
 
+/// Settings of the federated MCP endpoint after the file and the flags were merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointSettings {
+    /// Where `serve` listens; `None` runs the registry without an HTTP listener.
+    pub listen: Option<SocketAddr>,
+    /// Prefix mode and separator of federated names.
+    pub federation: FederationConfig,
+    /// Origins accepted besides the loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+}
+
+impl Default for EndpointSettings {
+    fn default() -> Self {
+        EndpointSettings {
+            listen: None,
+            federation: FederationConfig::default(),
+            allowed_origins: Vec::new(),
+            body_limit: crate::endpoint::DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+/// What `switchboard serve`'s flags add to or override in the file.
+#[derive(Debug, Clone, Default)]
+pub struct ServeFlags {
+    /// `--listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--prefix`.
+    pub prefix: Option<PrefixMode>,
+    /// `--separator`.
+    pub separator: Option<String>,
+    /// `--upstream` and `--upstream-cmd`, in command-line order.
+    pub upstreams: Vec<UpstreamFlag>,
+}
+
 /// Configuration after all sources were merged.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
@@ -130,6 +192,57 @@ pub struct AppConfig {
     pub traces_kept: i64,
     /// Environment variable naming the endpoint's bearer token, from `[endpoint].token_env`.
     pub token_env: Option<String>,
+    /// The federated endpoint.
+    pub endpoint: EndpointSettings,
+    /// Whether the servers came from the embedded default (no file was found).
+    pub embedded_default: bool,
+}
+
+impl AppConfig {
+    /// Applies `serve`'s flags: listen address, prefix mode and separator win over
+    /// `[endpoint]`; ad-hoc upstreams are added to the file's servers, except that with any
+    /// of them the embedded default's built-in servers are left out (a file given with
+    /// `--config` or found as `./switchboard.toml` keeps all of its servers).
+    pub fn apply_serve_flags(&mut self, flags: ServeFlags) -> anyhow::Result<()> {
+        if flags.listen.is_some() {
+            self.endpoint.listen = flags.listen;
+        }
+        if let Some(p) = flags.prefix {
+            self.endpoint.federation.mode = p;
+        }
+        if let Some(s) = flags.separator {
+            self.endpoint.federation.separator =
+                check_separator(&s).map_err(|e| anyhow::anyhow!("--separator {e}"))?;
+        }
+        if !flags.upstreams.is_empty() {
+            if self.embedded_default {
+                self.servers.retain(|s| s.source != self.source);
+            }
+            let taken: Vec<String> = self.servers.iter().map(|s| s.name.clone()).collect();
+            let added = upstreams::to_specs(&flags.upstreams, &taken)?;
+            self.servers.extend(added);
+        }
+        Ok(())
+    }
+}
+
+/// A separator must be non-empty and printable without spaces (it becomes part of tool names).
+fn check_separator(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > 8 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{s:?}: use 1–8 printable characters without spaces (default \"__\")"));
+    }
+    Ok(s.to_owned())
+}
+
+fn check_origin(o: &str) -> Result<String, String> {
+    let ok = o.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty() && !rest.is_empty() && !rest.contains('/') && !rest.contains(char::is_whitespace)
+    });
+    if ok {
+        Ok(o.trim_end_matches('/').to_owned())
+    } else {
+        Err(format!("{o:?} is not scheme://host[:port]"))
+    }
 }
 
 /// The platform default database path.
@@ -156,7 +269,9 @@ pub fn load(file: Option<&Path>, extra_mcp_json: &[PathBuf], db: Option<&Path>) 
         ),
         None => (EMBEDDED_DEFAULT.to_owned(), "embedded default config".to_owned()),
     };
-    parse(&text, &source, extra_mcp_json, db)
+    let mut cfg = parse(&text, &source, extra_mcp_json, db)?;
+    cfg.embedded_default = file.is_none() && !local.exists();
+    Ok(cfg)
 }
 
 /// Parses configuration text (see [`load`]).
@@ -197,15 +312,35 @@ pub fn parse(
             doc.endpoint.traces_kept
         );
     }
+    let e = doc.endpoint;
+    let mut endpoint = EndpointSettings { listen: e.listen, ..EndpointSettings::default() };
+    if let Some(p) = e.prefix {
+        endpoint.federation.mode = p;
+    }
+    if let Some(sep) = e.separator {
+        endpoint.federation.separator =
+            check_separator(&sep).map_err(|m| anyhow::anyhow!("{source}: endpoint.separator {m}"))?;
+    }
+    for o in &e.allowed_origins {
+        endpoint
+            .allowed_origins
+            .push(check_origin(o).map_err(|m| anyhow::anyhow!("{source}: endpoint.allowed_origins: {m}"))?);
+    }
+    if let Some(b) = e.body_limit {
+        anyhow::ensure!(b >= 1024, "{source}: endpoint.body_limit {b} is below 1024 bytes");
+        endpoint.body_limit = b;
+    }
     Ok(AppConfig {
         registry,
         db_path,
         servers,
         source: source.to_owned(),
         warnings,
-        call_timeout: Duration::from_secs(doc.endpoint.call_timeout_secs.max(1)),
-        traces_kept: doc.endpoint.traces_kept,
-        token_env: doc.endpoint.token_env.filter(|v| !v.is_empty()),
+        call_timeout: Duration::from_secs(e.call_timeout_secs.max(1)),
+        traces_kept: e.traces_kept,
+        token_env: e.token_env.filter(|v| !v.is_empty()),
+        endpoint,
+        embedded_default: false,
     })
 }
 
@@ -238,6 +373,58 @@ mod tests {
         );
         let e = parse("[endpoint]\ntraces_kept = 0\n", "e.toml", &[], None).unwrap_err().to_string();
         assert!(e.contains("traces_kept"), "{e}");
+    }
+
+    #[test]
+    fn endpoint_table_and_flags_merge() {
+        let text = "[endpoint]\nlisten = \"127.0.0.1:7010\"\nprefix = \"never\"\nseparator = \".\"\n\
+                    allowed_origins = [\"https://app.example.com\"]\nbody_limit = 65536\n\
+                    [servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n";
+        let mut c = parse(text, "e.toml", &[], None).unwrap();
+        assert_eq!(c.endpoint.listen, Some("127.0.0.1:7010".parse().unwrap()));
+        assert_eq!(
+            c.endpoint.federation,
+            FederationConfig { mode: PrefixMode::Never, separator: ".".into() }
+        );
+        assert_eq!(c.endpoint.allowed_origins, ["https://app.example.com"]);
+        assert_eq!(c.endpoint.body_limit, 65536);
+        c.apply_serve_flags(ServeFlags {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            prefix: Some(PrefixMode::Always),
+            separator: Some("_".into()),
+            upstreams: vec![upstreams::parse_url_flag("http://127.0.0.1:2/mcp").unwrap()],
+        })
+        .unwrap();
+        assert_eq!(c.endpoint.listen, Some("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(
+            c.endpoint.federation,
+            FederationConfig { mode: PrefixMode::Always, separator: "_".into() }
+        );
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "127-0-0-1-2"], "a file's servers stay");
+        let bad = parse("[endpoint]\nprefix = \"sometimes\"\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(bad.contains("e.toml") && bad.contains("sometimes"), "{bad}");
+        let bad = parse("[endpoint]\nseparator = \"\"\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(bad.contains("endpoint.separator"), "{bad}");
+    }
+
+    #[test]
+    fn upstream_flags_replace_the_embedded_builtins() {
+        let mut c = parse(EMBEDDED_DEFAULT, "embedded", &[], None).unwrap();
+        c.embedded_default = true;
+        c.apply_serve_flags(ServeFlags {
+            upstreams: vec![upstreams::parse_cmd_flag("vision=mcp-fixture --transport stdio").unwrap()],
+            ..Default::default()
+        })
+        .unwrap();
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["vision"]);
+        assert_eq!(c.servers[0].source, upstreams::SOURCE);
+        let mut c = parse(EMBEDDED_DEFAULT, "embedded", &[], None).unwrap();
+        c.embedded_default = true;
+        c.apply_serve_flags(ServeFlags { separator: Some("a b".into()), ..Default::default() }).unwrap_err();
+        c.apply_serve_flags(ServeFlags::default()).unwrap();
+        assert_eq!(c.servers.len(), 3, "without --upstream* the built-ins stay");
     }
 
     #[test]

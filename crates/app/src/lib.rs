@@ -21,6 +21,7 @@ pub mod serve;
 pub mod servers;
 pub mod session;
 pub mod traces;
+pub mod upstreams;
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {

@@ -5,8 +5,57 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use switchboard_app::{builtins, config, probe, serve, servers};
+use switchboard_app::{builtins, config, probe, serve, servers, upstreams};
+use switchboard_router::federation::PrefixMode;
 use tokio_util::sync::CancellationToken;
+
+const SERVE_AFTER_HELP: &str = "\
+Servers come from the config file (--config, else ./switchboard.toml, else the embedded
+default with the built-in vision, knowledge and reasoning servers) and --mcp-json files;
+--upstream and --upstream-cmd add to them. With any --upstream or --upstream-cmd flag the
+embedded default's built-in servers are left out (a config file keeps all of its servers).
+Flags win over the file's [endpoint] table (listen, prefix, separator, allowed_origins,
+body_limit).
+
+Example:
+  switchboard serve --listen 127.0.0.1:0 --prefix always \\
+    --upstream-cmd 'everything=npx -y @modelcontextprotocol/server-everything stdio' \\
+    --upstream docs=http://127.0.0.1:3001/mcp";
+
+/// `--prefix`: the federation's prefix mode.
+fn parse_prefix(s: &str) -> Result<PrefixMode, String> {
+    match s {
+        "always" => Ok(PrefixMode::Always),
+        "on-collision" => Ok(PrefixMode::OnCollision),
+        "never" => Ok(PrefixMode::Never),
+        _ => Err("choose always, on-collision or never".to_owned()),
+    }
+}
+
+/// Parses the command line; a bad value is one line on stderr and exit status 2 (help,
+/// version and usage errors keep clap's own output).
+fn parse_cli() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue
+            ) =>
+        {
+            let text = e.to_string();
+            let line = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("switchboard: {}", line.strip_prefix("error: ").unwrap_or(&line));
+            std::process::exit(2);
+        }
+        Err(e) => e.exit(),
+    }
+}
 
 /// Switchboard: an MCP router that shows what it does.
 #[derive(Debug, Parser)]
@@ -49,6 +98,7 @@ enum KnowledgeAction {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start the router from the config and run until interrupted.
+    #[command(after_help = SERVE_AFTER_HELP)]
     Serve {
         /// Extra mcp.json files (as desktop MCP clients write them) to import.
         #[arg(long = "mcp-json")]
@@ -65,6 +115,22 @@ enum Command {
         /// variable (default: [endpoint].token_env, else SWITCHBOARD_TOKEN when set).
         #[arg(long, value_name = "VAR")]
         token_env: Option<String>,
+        /// Add an upstream server over Streamable HTTP (http://, https://) or WebSocket (ws://, wss://).
+        /// Named after the URL's host and port unless NAME= is given. Repeatable.
+        #[arg(long, value_name = "[NAME=]URL", value_parser = upstreams::parse_url_flag)]
+        upstream: Vec<upstreams::UpstreamFlag>,
+        /// Add a stdio upstream server: one string, split like a shell does (quotes, backslashes).
+        /// Named after the program (or the package/script an npx, uvx, node or python launcher
+        /// runs) unless NAME= is given. Repeatable.
+        #[arg(long = "upstream-cmd", value_name = "[NAME=]COMMAND ARGS…", value_parser = upstreams::parse_cmd_flag)]
+        upstream_cmd: Vec<upstreams::UpstreamFlag>,
+        /// When tool and prompt names get the `SERVER<separator>` prefix. Overrides `[endpoint].prefix`
+        /// [default: on-collision].
+        #[arg(long, value_name = "MODE", value_parser = parse_prefix)]
+        prefix: Option<PrefixMode>,
+        /// Separator between server and tool/prompt name. Overrides `[endpoint].separator` [default: __].
+        #[arg(long, value_name = "S")]
+        separator: Option<String>,
     },
     /// Show the stored traces of downstream requests to the endpoint, newest first.
     Traces {
@@ -219,11 +285,21 @@ async fn run_server(
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     match cli.command {
-        Command::Serve { mcp_json, listen, stdio, token_env } => {
+        Command::Serve { mcp_json, listen, stdio, token_env, upstream, upstream_cmd, prefix, separator } => {
             init_tracing();
-            let cfg = match config::load(cli.config.as_deref(), &mcp_json, cli.db.as_deref()) {
+            let flags = config::ServeFlags {
+                listen,
+                prefix,
+                separator,
+                upstreams: upstream.into_iter().chain(upstream_cmd).collect(),
+            };
+            let cfg = config::load(cli.config.as_deref(), &mcp_json, cli.db.as_deref()).and_then(|mut c| {
+                c.apply_serve_flags(flags)?;
+                Ok(c)
+            });
+            let cfg = match cfg {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("switchboard: {e:#}");
@@ -241,7 +317,7 @@ async fn main() -> ExitCode {
             };
             let cancel = CancellationToken::new();
             tokio::spawn(shutdown_signal(cancel.clone()));
-            let options = serve::ServeOptions { listen, stdio, token };
+            let options = serve::ServeOptions { listen: cfg.endpoint.listen, stdio, token };
             let ok = match serve::run(cfg, options, cancel).await {
                 Ok(()) => true,
                 Err(e) => {

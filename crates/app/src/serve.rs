@@ -84,6 +84,9 @@ fn build(
         registry: Some(registry.clone()),
         endpoint: std::sync::Arc::new(crate::endpoint::EndpointConfig {
             session_key: crate::session::SessionKey::from_env_or_random(),
+            federation: config.endpoint.federation.clone(),
+            allowed_origins: config.endpoint.allowed_origins.clone(),
+            body_limit: config.endpoint.body_limit,
             ..Default::default()
         }),
     };
@@ -123,7 +126,7 @@ pub async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationT
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
-    tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), "starting switchboard");
+    tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), prefix = ?config.endpoint.federation.mode, "starting switchboard");
     let (registry, store) = start(&config, cancel.child_token()).await?;
     let logger = tokio::spawn(log_events(registry.clone(), cancel.clone()));
     let traces_stop = CancellationToken::new();

@@ -1,0 +1,156 @@
+//! `switchboard serve` with ad-hoc upstreams on its command line (`--upstream`,
+//! `--upstream-cmd`, `--prefix`), as a user runs it: real processes, a 2026-07-28 client.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::*;
+
+const VERSION: &str = "2026-07-28";
+
+/// The fixture binary, built by `cargo build -p switchboard-fixtures` (run-tests.sh builds every target).
+fn fixture_bin() -> String {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().and_then(|d| d.parent()).unwrap().join("mcp-fixture");
+    assert!(bin.exists(), "{} is missing: run `cargo build -p switchboard-fixtures`", bin.display());
+    bin.to_string_lossy().into_owned()
+}
+
+/// Spawns `cmd` (killed on drop) and returns it with the URL of its `listening on URL` line.
+async fn spawn_listening(mut cmd: tokio::process::Command) -> (tokio::process::Child, String) {
+    let mut child = cmd.stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(u) = line.strip_prefix("listening on ") {
+                return u.trim().to_owned();
+            }
+        }
+        panic!("exited before listening");
+    })
+    .await
+    .expect("listening in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+async fn post(http: &reqwest::Client, url: &str, id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut req = http
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Mcp-Method", method);
+    if let Some(n) = body["params"]["name"].as_str() {
+        req = req.header("Mcp-Name", n);
+    }
+    let resp = req.json(&body).send().await.unwrap();
+    let is_sse = resp
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
+    let text = resp.text().await.unwrap();
+    if is_sse {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| serde_json::from_str::<Value>(d.trim()).unwrap())
+            .find(|m| m["id"] == id)
+            .expect("a response on the stream")
+    } else {
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// Two upstreams given only as flags, one over stdio (legacy only) and one over HTTP, are
+/// federated with `--prefix always`; with no config file, the embedded built-in servers are
+/// left out.
+#[tokio::test]
+async fn serve_federates_upstreams_given_as_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fx = tokio::process::Command::new(fixture_bin());
+    fx.args(["--transport", "http"]).stderr(Stdio::null());
+    let (_fixture, fixture_url) = spawn_listening(fx).await;
+
+    let mut sb = tokio::process::Command::new(switchboard());
+    sb.current_dir(dir.path())
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env("RUST_LOG", "warn")
+        .arg("--db")
+        .arg(dir.path().join("sb.db"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--prefix", "always", "--upstream-cmd"])
+        .arg(format!("'{}' --transport stdio --era legacy", fixture_bin()))
+        .arg("--upstream")
+        .arg(format!("web={fixture_url}"))
+        .stderr(Stdio::null());
+    let (_router, url) = spawn_listening(sb).await;
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+
+    let http = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let names = loop {
+        let r = post(&http, &url, 1, "tools/list", json!({})).await;
+        let names: Vec<String> = r["result"]["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let both = names.iter().any(|n| n == "web__echo") && names.iter().any(|n| n == "mcp-fixture__echo");
+        if both || std::time::Instant::now() > deadline {
+            break names;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    for want in ["web__echo", "web__add", "mcp-fixture__echo", "mcp-fixture__add"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    assert!(
+        names.iter().all(|n| n.starts_with("web__") || n.starts_with("mcp-fixture__")),
+        "only the two flag upstreams, every name prefixed: {names:?}"
+    );
+
+    for (id, tool) in [(2, "web__echo"), (3, "mcp-fixture__echo")] {
+        let r = post(&http, &url, id, "tools/call", json!({"name": tool, "arguments": {"text": tool}})).await;
+        assert_eq!(r["result"]["content"][0]["text"], tool, "{r}");
+        assert_eq!(r["result"]["structuredContent"]["text"], tool, "{r}");
+        // The stdio upstream is legacy-only: its result still carries what 2026-07-28 requires.
+        assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    }
+}
+
+/// A bad flag value stops `serve` before anything starts, with one line that names it.
+#[test]
+fn bad_serve_flags_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sb.db");
+    let cases: [(&[&str], &str); 6] = [
+        (&["--upstream", "localhost:3000"], "not an http(s):// or ws(s):// URL"),
+        (&["--upstream-cmd", "node 'unclosed"], "unbalanced quotes"),
+        (&["--upstream-cmd", "x=  "], "no command given"),
+        (&["--prefix", "sometimes"], "choose always, on-collision or never"),
+        (&["--separator", ""], "--separator"),
+        (
+            &["--upstream", "a=http://127.0.0.1:9/mcp", "--upstream", "a=http://127.0.0.1:8/mcp"],
+            "already exists",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = std::process::Command::new(switchboard())
+            .current_dir(dir.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env("RUST_LOG", "off")
+            .arg("--db")
+            .arg(&db)
+            .arg("serve")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("switchboard: ") && err.contains(want), "{args:?}: {err}");
+    }
+}
