@@ -345,7 +345,16 @@ async fn legacy(
         caps: session.capabilities,
         info: session.client_info,
     };
-    let handler = Handler { registry, config, msg, id, cancel, guard: Some(guard), client };
+    let handler = Handler {
+        registry,
+        config,
+        msg,
+        id,
+        cancel,
+        guard: Some(guard),
+        client,
+        forward_headers: Vec::new(),
+    };
     match method.as_str() {
         method::PING => handler.result(json!({})),
         method::LOGGING_SET_LEVEL => handler.set_level(),
@@ -540,9 +549,18 @@ pub async fn post(
         caps: meta.and_then(|m| m.get(meta::CLIENT_CAPABILITIES)).cloned().unwrap_or_else(|| json!({})),
         log_level: meta.and_then(|m| m.get(meta::LOG_LEVEL)).and_then(Value::as_str).map(str::to_owned),
     };
-    Handler { registry, config, msg, id, cancel: CancellationToken::new(), guard: None, client }
-        .handle(&request_headers)
-        .await
+    Handler {
+        registry,
+        config,
+        msg,
+        id,
+        cancel: CancellationToken::new(),
+        guard: None,
+        client,
+        forward_headers: Vec::new(),
+    }
+    .handle(&request_headers)
+    .await
 }
 
 struct Handler {
@@ -555,6 +573,8 @@ struct Handler {
     /// Keeps a session request registered as in flight until its response is sent.
     guard: Option<InFlightGuard>,
     client: Client,
+    /// Unknown `Mcp-Param-*` headers of a `tools/call`, forwarded upstream as they came.
+    forward_headers: Vec<(String, String)>,
 }
 
 /// What the endpoint derives from the ready servers' catalogs: valid for one
@@ -715,6 +735,20 @@ impl Handler {
         if let Err(e) = headers::validate_request_headers(get, &self.msg, header_params) {
             return error_response(StatusCode::BAD_REQUEST, self.id.clone(), e);
         }
+        // `Mcp-Param-*` headers the tool does not declare are the client's business with the
+        // server: an intermediary forwards them unchanged.
+        let forward_headers: Vec<(String, String)> = if method == method::TOOLS_CALL {
+            request_headers
+                .iter()
+                .filter_map(|(k, v)| {
+                    let suffix = k.as_str().strip_prefix(headers::PARAM_PREFIX)?;
+                    let declared = header_params.iter().any(|p| p.header.eq_ignore_ascii_case(suffix));
+                    (!declared).then(|| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))?
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let requested = self.msg.protocol_version().unwrap_or_default().to_owned();
         if !MODERN_VERSIONS.contains(&requested.as_str()) {
             return error_response(
@@ -736,7 +770,9 @@ impl Handler {
                 format!("unknown log level {level:?} in params._meta (one of {})", LOG_LEVELS.join(", ")),
             );
         }
-        self.dispatch(&method).await
+        let mut this = self;
+        this.forward_headers = forward_headers;
+        this.dispatch(&method).await
     }
 
     /// Answers a request whose headers and `_meta` were checked (or that belongs to a session).
@@ -1120,6 +1156,7 @@ impl Handler {
             used_inputs: Vec::new(),
             incoming: None,
             logs_on_incoming: false,
+            forward_headers: self.forward_headers,
             _guard: self.guard,
         };
         // A retry carrying a state the router sealed resumes a parked call.
@@ -1232,6 +1269,8 @@ struct Call {
     incoming: Option<tokio::sync::broadcast::Receiver<Message>>,
     /// Whether this call's upstream sent it log messages on the GET stream.
     logs_on_incoming: bool,
+    /// Unknown `Mcp-Param-*` headers to forward.
+    forward_headers: Vec<(String, String)>,
     _guard: Option<InFlightGuard>,
 }
 
@@ -1305,7 +1344,8 @@ impl Call {
             // rather than the call's; those arriving during the call are relayed to it.
             self.incoming = Some(self.upstream.upstream().incoming());
         }
-        match self.upstream.start(&self.method, Value::Object(params)).await {
+        let extra = self.forward_headers.clone();
+        match self.upstream.start_with_headers(&self.method, Value::Object(params), extra).await {
             Ok(ex) => {
                 self.exchange = Some(ex);
                 Ok(())

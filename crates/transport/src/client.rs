@@ -215,6 +215,19 @@ impl McpClient {
         self.upstream.request(self.build_request(method, params)).await
     }
 
+    /// [`McpClient::start`] with extra HTTP headers (see [`Upstream::request_with_headers`]).
+    pub async fn start_with_headers(
+        &self,
+        method: &str,
+        params: Value,
+        headers: Vec<(String, String)>,
+    ) -> Result<Exchange, Error> {
+        if headers.is_empty() {
+            return self.start(method, params).await;
+        }
+        self.upstream.request_with_headers(self.build_request(method, params), headers).await
+    }
+
     /// Fetches every page of a list method (`tools/list`, `resources/list`, …) and
     /// returns the items under `key`. A repeated cursor is an error, not a loop.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<ListAll, ClientError> {

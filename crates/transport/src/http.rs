@@ -163,8 +163,18 @@ impl Inner {
     }
 
     async fn post(&self, msg: &Message) -> Result<reqwest::Response, Error> {
+        self.post_with(msg, &[]).await
+    }
+
+    async fn post_with(&self, msg: &Message, extra: &[(String, String)]) -> Result<reqwest::Response, Error> {
         let bytes = msg.to_bytes();
-        let headers = self.headers_for(msg)?;
+        let mut headers = self.headers_for(msg)?;
+        for (k, v) in extra {
+            // Only headers this router did not produce itself.
+            if !headers.contains_key(k.as_str()) {
+                insert(&mut headers, k, v)?;
+            }
+        }
         self.tap.record(Direction::Out, msg, &bytes);
         let resp = self
             .client
@@ -412,10 +422,18 @@ impl Upstream for HttpUpstream {
     }
 
     async fn request(&self, msg: Message) -> Result<Exchange, Error> {
+        self.request_with_headers(msg, Vec::new()).await
+    }
+
+    async fn request_with_headers(
+        &self,
+        msg: Message,
+        extra: Vec<(String, String)>,
+    ) -> Result<Exchange, Error> {
         let inner = &self.inner;
         let request_id = msg.id();
         let id_text = request_id.as_ref().map(ToString::to_string).unwrap_or_default();
-        let resp = inner.post(&msg).await?;
+        let resp = inner.post_with(&msg, &extra).await?;
         let status = resp.status();
         let is_init = msg.method() == Some(method::INITIALIZE);
         if is_init && status.is_success() {

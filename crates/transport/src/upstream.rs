@@ -97,6 +97,17 @@ pub trait Upstream: Send + Sync + 'static {
     /// and then its response; the request id seen by the caller is preserved.
     async fn request(&self, msg: Message) -> Result<Exchange, Error>;
 
+    /// Sends a request with extra HTTP headers (a client's `Mcp-Param-*` headers the router
+    /// does not know, which an intermediary forwards). Transports without headers ignore
+    /// them.
+    async fn request_with_headers(
+        &self,
+        msg: Message,
+        _headers: Vec<(String, String)>,
+    ) -> Result<Exchange, Error> {
+        self.request(msg).await
+    }
+
     /// Sends a notification, or a response to a server → client request.
     async fn send(&self, msg: Message) -> Result<(), Error>;
 

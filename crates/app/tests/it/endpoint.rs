@@ -864,3 +864,95 @@ async fn a_legacy_upstreams_question_becomes_a_sealed_single_use_input_request()
     assert_eq!(r["error"]["code"], -32021, "{r}");
     stop.cancel();
 }
+
+/// A loopback TCP relay in front of `target` that records what clients send through it.
+async fn recording_relay(
+    target: String,
+    stop: CancellationToken,
+) -> (String, Arc<std::sync::Mutex<Vec<u8>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let authority = target.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let path = target.trim_start_matches("http://").split_once('/').map(|(_, p)| p.to_owned()).unwrap();
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut inbound, _) = tokio::select! {
+                () = stop.cancelled() => return,
+                c = listener.accept() => c.unwrap(),
+            };
+            let mut outbound = tokio::net::TcpStream::connect(&authority).await.unwrap();
+            let log = log.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let (mut ri, mut wi) = inbound.split();
+                let (mut ro, mut wo) = outbound.split();
+                let up = async {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = ri.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        log.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if wo.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let down = async {
+                    let _ = tokio::io::copy(&mut ro, &mut wi).await;
+                };
+                tokio::join!(up, down);
+            });
+        }
+    });
+    (format!("http://{addr}/{path}"), seen)
+}
+
+#[tokio::test]
+async fn unknown_mcp_param_headers_are_forwarded_upstream() {
+    let stop = CancellationToken::new();
+    let upstream = fixture(Era::Both, &stop).await;
+    let (relayed, seen) = recording_relay(upstream, stop.clone()).await;
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(100),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml("fx", ServerToml { url: Some(relayed), ..Default::default() }, "test").unwrap();
+    registry.add(spec).await.unwrap();
+    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let app = router(HttpState {
+        blobs,
+        registry: Some(registry.clone()),
+        endpoint: Arc::new(EndpointConfig::default()),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(serve(listener, app, stop.child_token()));
+
+    let body = request(1, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}));
+    let r = reqwest::Client::new()
+        .post(&url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "echo")
+        .header("Mcp-Param-Region", "eu-west")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["result"]["structuredContent"]["text"], "hi", "{v}");
+    let sent = String::from_utf8_lossy(&seen.lock().unwrap()).to_ascii_lowercase();
+    assert!(sent.contains("mcp-param-region: eu-west"), "the upstream request carries it: {sent}");
+    stop.cancel();
+}
