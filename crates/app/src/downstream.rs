@@ -72,6 +72,8 @@ struct Conn {
     session: Mutex<Option<(String, String)>>,
     /// Requests in flight, by the JSON of their id, so `notifications/cancelled` can stop them.
     in_flight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// The session's notification stream (the `GET /mcp` an HTTP client would open).
+    notifications: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Conn {
@@ -156,6 +158,9 @@ impl Adapter {
         if !drained {
             tasks.shutdown().await;
         }
+        if let Some(stream) = conn.notifications.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            stream.abort();
+        }
         if let Some((sid, _)) = conn.session() {
             let req = Request::builder()
                 .method(Method::DELETE)
@@ -196,6 +201,7 @@ impl Adapter {
         let initialize = msg.method() == Some(method::INITIALIZE);
         let id = msg.id();
         let (app, out2, conn2, key2) = (self.app.clone(), out.clone(), conn.clone(), key.clone());
+        let (app2, origin2) = (self.app.clone(), origin.clone());
         let handle = tasks.spawn(async move {
             let resp = match app.oneshot(req).await {
                 Ok(r) => r,
@@ -205,6 +211,30 @@ impl Adapter {
                 remember_session(&conn2, &resp);
             }
             relay(resp, id, &out2, initialize.then_some(&conn2)).await;
+            if initialize && let Some((sid, version)) = conn2.session() {
+                // Like an HTTP client, open the session's notification stream (list_changed,
+                // resources/updated): its events are written to this connection too.
+                let get = Request::builder()
+                    .method(Method::GET)
+                    .uri("/mcp")
+                    .header(headers::SESSION_ID, sid)
+                    .header(headers::PROTOCOL_VERSION, version)
+                    .header(header::ACCEPT, "text/event-stream")
+                    .extension(origin2)
+                    .body(Body::empty());
+                if let Ok(get) = get {
+                    let (app, out3) = (app2, out2.clone());
+                    let task = tokio::spawn(async move {
+                        if let Ok(resp) = app.oneshot(get).await
+                            && resp.status().is_success()
+                        {
+                            relay(resp, None, &out3, None).await;
+                        }
+                    });
+                    *conn2.notifications.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(task.abort_handle());
+                }
+            }
             if let Some(k) = key2 {
                 conn2.in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&k);
             }

@@ -535,3 +535,31 @@ async fn serve_stdio_with_the_default_config() {
         tokio::time::timeout(Duration::from_secs(30), c.child.wait()).await.expect("exit after EOF").unwrap();
     assert!(status.success(), "{status}");
 }
+
+#[tokio::test]
+async fn a_legacy_websocket_session_hears_list_changes() {
+    let env = start(|_, _| {}).await;
+    let mut ws = ws_connect(&env.ws_url).await;
+    ws_send(&mut ws, &legacy_initialize(0, "ws-listener")).await;
+    ws_until(&mut ws, json!(0)).await;
+    ws_send(&mut ws, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    // The adapter opened the session's notification stream; give it a moment to subscribe.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ws_send(
+        &mut ws,
+        &legacy_request(1, "tools/call", json!({"name": "alpha__add_tool", "arguments": {"name": "late"}})),
+    )
+    .await;
+    let found = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            let WsMessage::Text(t) = ws.next().await.expect("socket open").unwrap() else { continue };
+            let v: Value = serde_json::from_str(t.as_str()).unwrap();
+            if v["method"] == "notifications/tools/list_changed" {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("a tools/list_changed frame on the socket");
+    assert_eq!(found["jsonrpc"], "2.0", "{found}");
+}
