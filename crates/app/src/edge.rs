@@ -457,6 +457,17 @@ impl Tail {
             match next {
                 Some(Some(Ok(chunk))) => {
                     t.scan(&chunk);
+                    // A server → client request (router-minted id `sb-N`) hands the turn to the
+                    // client, a human perhaps: the deadline moves out by the time the client has
+                    // to answer, and the upstream gets its full limit after that.
+                    if t.deadline.is_some() && {
+                        let pat: &[u8] = b"\"id\":\"sb-";
+                        chunk.windows(pat.len()).any(|w| w == pat)
+                    } {
+                        t.deadline = Some(
+                            tokio::time::Instant::now() + crate::endpoint::DEFAULT_ANSWER_TIMEOUT + t.limit,
+                        );
+                    }
                     Some((Ok(chunk), t))
                 }
                 Some(Some(Err(e))) => {

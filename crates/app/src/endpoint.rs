@@ -44,6 +44,9 @@ use crate::bridge::{Bridge, LOG_LEVELS, Parked, STATE_PREFIX, level_rank};
 use crate::notify::{Kind, Notifier, Subscriptions};
 use crate::session::{InFlight, InFlightGuard, Refused, Revocations, Session, SessionKey};
 
+/// How long a 2025-11-25 client has, by default, to answer a server → client request.
+pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Default largest request body.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 
@@ -95,7 +98,7 @@ impl Default for EndpointConfig {
             bridge: Bridge::default(),
             notifier: Notifier::default(),
             subscriptions: Subscriptions::default(),
-            answer_timeout: Duration::from_secs(300),
+            answer_timeout: DEFAULT_ANSWER_TIMEOUT,
             views: ViewCache::default(),
         }
     }

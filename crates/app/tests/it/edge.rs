@@ -444,3 +444,82 @@ async fn serve_token_env_requires_the_variable_and_then_the_token() {
     assert_eq!(http.get(&health).send().await.unwrap().status(), 200);
     child.kill().await.unwrap();
 }
+
+/// A 2025-11-25 client answering the upstream's question slower than the per-request
+/// deadline still gets its result: the deadline covers the upstream, and restarts when the
+/// turn goes to the client.
+#[tokio::test]
+async fn waiting_for_the_clients_answer_does_not_count_against_the_deadline() {
+    let env = start_with(&[("fx", Era::Both, Profile::Conformance)], |e, _| {
+        e.call_timeout = Duration::from_millis(800);
+    })
+    .await;
+    let init = legacy_request(
+        0,
+        "initialize",
+        json!({"protocolVersion": LEGACY, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "slow-human", "version": "1"}}),
+    );
+    let r = env
+        .http
+        .post(&env.url)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let call = legacy_request(
+        1,
+        "tools/call",
+        json!({"name": "test_elicitation", "arguments": {"message": "who?"}}),
+    );
+    let mut resp = env
+        .http
+        .post(&env.url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", LEGACY)
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut buf = String::new();
+    let mut next = async || -> Value {
+        loop {
+            if let Some(end) = buf.find("\n\n") {
+                let raw: String = buf.drain(..end + 2).collect();
+                let data: String =
+                    raw.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
+                if !data.is_empty() {
+                    return serde_json::from_str(&data).unwrap();
+                }
+                continue;
+            }
+            let chunk =
+                tokio::time::timeout(Duration::from_secs(15), resp.chunk()).await.unwrap().unwrap().unwrap();
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    let ask = next().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert!(ask["id"].as_str().unwrap().starts_with("sb-"), "{ask}");
+    // Longer than the deadline.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}});
+    let r = env
+        .http
+        .post(&env.url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", LEGACY)
+        .json(&answer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let done = next().await;
+    assert_eq!(done["id"], 1, "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("ada"), "the answer reached the upstream: {done}");
+}
