@@ -806,6 +806,19 @@ impl Handler {
         }
     }
 
+    /// `ttlMs` of federated results: the endpoint's own, or less when an upstream asked for
+    /// less (a merged list is only as fresh as its most volatile part).
+    fn ttl_ms(&self) -> u64 {
+        let upstream = self
+            .view()
+            .catalogs
+            .values()
+            .filter_map(|c| c.ttl)
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+            .min();
+        upstream.map_or(self.config.ttl_ms, |u| u.min(self.config.ttl_ms))
+    }
+
     fn discover(&self) -> Response {
         let capabilities = capabilities(&self.registry, false);
         self.result(json!({
@@ -813,7 +826,7 @@ impl Handler {
             "supportedVersions": MODERN_VERSIONS,
             "capabilities": capabilities,
             "_meta": {meta::SERVER_INFO: {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")}},
-            "ttlMs": self.config.ttl_ms,
+            "ttlMs": self.ttl_ms(),
             "cacheScope": "public",
         }))
     }
@@ -841,7 +854,7 @@ impl Handler {
         if end < items.len() {
             result.insert("nextCursor".into(), json!(encode_cursor(end)));
         }
-        result.insert("ttlMs".into(), json!(self.config.ttl_ms));
+        result.insert("ttlMs".into(), json!(self.ttl_ms()));
         result.insert("cacheScope".into(), json!("public"));
         self.result(Value::Object(result))
     }
