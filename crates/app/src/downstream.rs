@@ -30,14 +30,14 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, Response, header};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use switchboard_router::Registry;
-use switchboard_router::federation::{FederationConfig, federate};
 use switchboard_wire::{ErrorObject, Id, Message, error_code, headers, method};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::edge::{DownstreamOrigin, ready_catalogs};
+use crate::edge::DownstreamOrigin;
+use crate::endpoint::EndpointConfig;
 
 /// Why an incoming frame could not be read as a message; answered with an error frame, the
 /// connection keeps serving.
@@ -54,7 +54,8 @@ pub enum FrameError {
 pub struct Adapter {
     app: Router,
     registry: Option<Registry>,
-    federation: FederationConfig,
+    /// The endpoint behind `app`, whose cached federation names the tools' mirrored parameters.
+    endpoint: Arc<EndpointConfig>,
     /// Largest message accepted (the endpoint's body limit).
     pub max_message: usize,
 }
@@ -101,10 +102,10 @@ impl Adapter {
     pub fn new(
         app: Router,
         registry: Option<Registry>,
-        federation: FederationConfig,
+        endpoint: Arc<EndpointConfig>,
         max_message: usize,
     ) -> Adapter {
-        Adapter { app, registry, federation, max_message }
+        Adapter { app, registry, endpoint, max_message }
     }
 
     /// Serves one connection: reads `incoming` until it ends or `cancel` fires, writes every
@@ -274,11 +275,7 @@ impl Adapter {
     /// The `x-mcp-header` parameters of the tool a `tools/call` names.
     fn header_params(&self, msg: &Message) -> Vec<headers::HeaderParam> {
         let (Some(registry), Some(name)) = (&self.registry, msg.name()) else { return vec![] };
-        let fed = federate(&ready_catalogs(registry), &self.federation);
-        fed.tool(name)
-            .and_then(|t| t.raw.get("inputSchema"))
-            .and_then(|s| headers::header_params(s).ok())
-            .unwrap_or_default()
+        self.endpoint.views.get(registry, &self.endpoint.federation).header_params(name).to_vec()
     }
 }
 

@@ -17,7 +17,6 @@
 //! response extension; the WebSocket and stdio adapters tell it where an in-process request
 //! came from through the [`DownstreamOrigin`] request extension.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,8 +28,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
-use switchboard_router::federation::federate;
-use switchboard_router::{Registry, ServerState};
+use switchboard_router::Registry;
 use switchboard_store::TraceRecord;
 use switchboard_store::traces::outcome;
 use switchboard_wire::{ErrorObject, Id, Message, error_code, headers, meta, method};
@@ -90,35 +88,17 @@ pub(crate) struct Edge {
     pub(crate) endpoint: Arc<EndpointConfig>,
 }
 
-/// The ready servers' catalogs, by name (what the endpoint federates).
-pub(crate) fn ready_catalogs(
-    registry: &Registry,
-) -> BTreeMap<String, Arc<switchboard_router::catalog::Catalog>> {
-    registry
-        .servers()
-        .into_iter()
-        .filter(|v| v.state == ServerState::Ready)
-        .filter_map(|v| registry.entry(&v.name).map(|e| (v.name, e.catalog())))
-        .collect()
-}
-
 impl Edge {
     /// The upstream the endpoint would pick for `msg` (used when the deadline expires before the
     /// endpoint answered, so no [`UpstreamChosen`] exists yet).
     fn upstream_for(&self, msg: &Message) -> Option<String> {
         let registry = self.registry.as_ref()?;
         let name = msg.name()?;
-        let catalogs = ready_catalogs(registry);
+        let view = self.endpoint.views.get(registry, &self.endpoint.federation);
         match msg.method()? {
-            method::TOOLS_CALL => {
-                federate(&catalogs, &self.endpoint.federation).tool(name).map(|e| e.server.clone())
-            }
-            method::PROMPTS_GET => {
-                federate(&catalogs, &self.endpoint.federation).prompt(name).map(|e| e.server.clone())
-            }
-            method::RESOURCES_READ => catalogs.into_iter().find_map(|(s, c)| {
-                c.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(name)).then_some(s)
-            }),
+            method::TOOLS_CALL => view.federation.tool(name).map(|e| e.server.clone()),
+            method::PROMPTS_GET => view.federation.prompt(name).map(|e| e.server.clone()),
+            method::RESOURCES_READ => crate::endpoint::resource_server(&view, name),
             _ => None,
         }
     }

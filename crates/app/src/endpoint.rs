@@ -602,6 +602,13 @@ impl std::fmt::Debug for ViewCache {
     }
 }
 
+impl View {
+    /// The mirrored (`x-mcp-header`) parameters of the exposed tool `name`.
+    pub fn header_params(&self, name: &str) -> &[headers::HeaderParam] {
+        self.header_params.get(name).map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
 impl ViewCache {
     /// The view of `registry` now, rebuilt if the registry changed since the last one.
     pub fn get(&self, registry: &Registry, federation: &FederationConfig) -> Arc<View> {
@@ -675,7 +682,7 @@ pub fn template_matches(tpl: &str, uri: &str) -> bool {
 }
 
 /// The ready server offering resource `uri`: one listing it, else one whose template matches.
-fn resource_server(view: &View, uri: &str) -> Option<String> {
+pub(crate) fn resource_server(view: &View, uri: &str) -> Option<String> {
     let catalogs = &view.catalogs;
     let listed = catalogs.iter().find_map(|(s, c)| {
         c.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri)).then(|| s.clone())

@@ -115,7 +115,7 @@ pub fn app(state: HttpState, edge: EdgeConfig, cancel: CancellationToken) -> (Ro
     let token = edge.token.clone();
     let observed = Arc::new(Edge { config: edge, registry: registry.clone(), endpoint: endpoint.clone() });
     let inner = router(state).layer(axum::middleware::from_fn_with_state(observed, crate::edge::observe));
-    let adapter = Adapter::new(inner.clone(), registry, endpoint.federation.clone(), endpoint.body_limit);
+    let adapter = Adapter::new(inner.clone(), registry, endpoint.clone(), endpoint.body_limit);
     let ws = WsState {
         adapter: adapter.clone(),
         allowed_origins: Arc::new(endpoint.allowed_origins.clone()),
