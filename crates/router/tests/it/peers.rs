@@ -8,8 +8,16 @@ use switchboard_wire::Era;
 
 use crate::common::*;
 
+/// server-everything's tools as the registry sees them. The router declares sampling,
+/// elicitation and roots (it relays those requests to its callers), so the tools gated on
+/// them are listed too (`get-roots-list`, `trigger-elicitation-request`,
+/// `trigger-sampling-request`, `trigger-url-elicitation`).
 const EVERYTHING_TOOLS: &[&str] = &[
     "echo",
+    "get-roots-list",
+    "trigger-elicitation-request",
+    "trigger-sampling-request",
+    "trigger-url-elicitation",
     "get-annotated-message",
     "get-env",
     "get-resource-links",
