@@ -35,6 +35,9 @@ use crate::session::SessionKey;
 /// Prefix of a `requestState` the router sealed (anything else belongs to an upstream).
 pub const STATE_PREFIX: &str = "sbrs1.";
 
+/// Most calls parked at once on one instance (each holds an upstream request open).
+pub const MAX_PARKED: usize = 10_000;
+
 /// How long a parked call waits for the client's retry.
 pub const PARK_TTL: Duration = Duration::from_secs(300);
 
@@ -100,6 +103,9 @@ pub enum StateError {
     /// Already used, or the call is not parked on this instance.
     #[error("requestState was already used or its call is no longer waiting; call again without it")]
     Spent,
+    /// The instance holds [`MAX_PARKED`] calls already.
+    #[error("too many calls are waiting for input on this router instance ({MAX_PARKED}); try again later")]
+    Full,
 }
 
 fn now_ms() -> u64 {
@@ -187,8 +193,9 @@ impl Bridge {
         self.inner.next.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Parks `call` and returns the sealed `requestState` that resumes it.
-    pub fn park(&self, key: &SessionKey, call: Parked) -> String {
+    /// Parks `call` and returns the sealed `requestState` that resumes it; refused (and the
+    /// call dropped, which cancels it upstream) when [`MAX_PARKED`] calls wait already.
+    pub fn park(&self, key: &SessionKey, call: Parked) -> Result<String, StateError> {
         let id = self.next_id();
         let sealed = Sealed {
             p: id,
@@ -199,11 +206,24 @@ impl Bridge {
         let now = Instant::now();
         // Expired calls are dropped here, which cancels them upstream.
         parked.retain(|_, p| p.expires > now);
+        if parked.len() >= MAX_PARKED {
+            return Err(StateError::Full);
+        }
         parked.insert(id, call);
         drop(parked);
+        // And at their expiry, if no retry took them and no later park swept them.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let inner = Arc::downgrade(&self.inner);
+            rt.spawn(async move {
+                tokio::time::sleep(PARK_TTL).await;
+                if let Some(inner) = inner.upgrade() {
+                    lock(&inner.parked).remove(&id);
+                }
+            });
+        }
         let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&sealed).unwrap_or_default());
         let tag = URL_SAFE_NO_PAD.encode(key.mac(format!("{STATE_PREFIX}{body}").as_bytes()));
-        format!("{STATE_PREFIX}{body}.{tag}")
+        Ok(format!("{STATE_PREFIX}{body}.{tag}"))
     }
 
     /// Opens a router-sealed state and takes its parked call (single use).

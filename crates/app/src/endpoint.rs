@@ -1447,10 +1447,19 @@ impl Call {
             // Ask again for what is still missing; the call stays parked.
             let requests: Map<String, Value> =
                 missing.iter().map(|(k, _, r)| (k.clone(), r.clone())).collect();
-            let state = self
+            let state = match self
                 .config
                 .bridge
-                .park(&self.config.session_key, Parked::new(exchange, server, missing, binding, log_level));
+                .park(&self.config.session_key, Parked::new(exchange, server, missing, binding, log_level))
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    let err = ErrorObject::new(error_code::INTERNAL_ERROR, e.to_string());
+                    self.outbox.push_back(Message::error_response(Some(self.id.clone()), err));
+                    self.done = true;
+                    return Ok(());
+                }
+            };
             let result =
                 json!({"resultType": "input_required", "inputRequests": requests, "requestState": state});
             self.outbox.push_back(Message::response(self.id.clone(), result));
@@ -1773,7 +1782,7 @@ impl Call {
             let e = self.failed("the call ended while asking for input");
             return self.finish_error(e);
         };
-        let state = self.config.bridge.park(
+        let parked = self.config.bridge.park(
             &self.config.session_key,
             Parked::new(
                 exchange,
@@ -1783,6 +1792,10 @@ impl Call {
                 self.client.log_level().map(str::to_owned),
             ),
         );
+        let state = match parked {
+            Ok(s) => s,
+            Err(e) => return self.finish_error(ErrorObject::new(error_code::INTERNAL_ERROR, e.to_string())),
+        };
         let result =
             json!({"resultType": "input_required", "inputRequests": requests, "requestState": state});
         let m = Message::response(self.id.clone(), result);
