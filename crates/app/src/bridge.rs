@@ -32,6 +32,9 @@ use tokio::sync::oneshot;
 
 use crate::session::SessionKey;
 
+/// Prefix of the ids of server → client requests the router sends a 2025-11-25 client.
+pub const MINTED_ID_PREFIX: &str = "sb-";
+
 /// Prefix of a `requestState` the router sealed (anything else belongs to an upstream).
 pub const STATE_PREFIX: &str = "sbrs1.";
 
@@ -193,6 +196,11 @@ impl Bridge {
         self.inner.next.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// A fresh id for a server → client request sent to a 2025-11-25 client.
+    pub fn mint_request_id(&self) -> Value {
+        Value::String(format!("{MINTED_ID_PREFIX}{}", self.next_id()))
+    }
+
     /// Parks `call` and returns the sealed `requestState` that resumes it; refused (and the
     /// call dropped, which cancels it upstream) when [`MAX_PARKED`] calls wait already.
     pub fn park(&self, key: &SessionKey, call: Parked) -> Result<String, StateError> {
@@ -222,18 +230,16 @@ impl Bridge {
             });
         }
         let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&sealed).unwrap_or_default());
-        let tag = URL_SAFE_NO_PAD.encode(key.mac(format!("{STATE_PREFIX}{body}").as_bytes()));
-        Ok(format!("{STATE_PREFIX}{body}.{tag}"))
+        let signed = format!("{STATE_PREFIX}{body}");
+        let tag = key.sign(&signed);
+        Ok(format!("{signed}.{tag}"))
     }
 
     /// Opens a router-sealed state and takes its parked call (single use).
     pub fn resume(&self, key: &SessionKey, state: &str, binding: &str) -> Result<Parked, StateError> {
-        let rest = state.strip_prefix(STATE_PREFIX).ok_or(StateError::Invalid)?;
-        let (body, tag) = rest.rsplit_once('.').ok_or(StateError::Invalid)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| StateError::Invalid)?;
-        let expected = key.mac(format!("{STATE_PREFIX}{body}").as_bytes());
-        if tag.len() != expected.len() || tag.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0
-        {
+        let (signed, tag) = state.rsplit_once('.').ok_or(StateError::Invalid)?;
+        let body = signed.strip_prefix(STATE_PREFIX).ok_or(StateError::Invalid)?;
+        if !key.verify(signed, tag) {
             return Err(StateError::Invalid);
         }
         let raw = URL_SAFE_NO_PAD.decode(body).map_err(|_| StateError::Invalid)?;

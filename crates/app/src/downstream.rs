@@ -30,6 +30,7 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, Response, header};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use switchboard_router::Registry;
+use switchboard_transport::sse::SseParser;
 use switchboard_wire::{ErrorObject, Id, Message, error_code, headers, method};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -299,11 +300,12 @@ async fn relay(resp: Response<Body>, id: Option<Id>, out: &mpsc::Sender<String>,
     let body = resp.into_body();
     if sse {
         let mut stream = body.into_data_stream();
-        let mut parser = SseLines::default();
+        let mut parser = SseParser::default();
         while let Some(chunk) = stream.next().await {
             let Ok(chunk) = chunk else { break };
-            for data in parser.feed(&chunk) {
-                if let Some(text) = compact(&data)
+            let Ok(events) = parser.feed(&chunk) else { break };
+            for event in events {
+                if let Some(text) = compact(&event.data)
                     && out.send(text).await.is_err()
                 {
                     return;
@@ -345,49 +347,9 @@ async fn relay(resp: Response<Body>, id: Option<Id>, out: &mpsc::Sender<String>,
     }
 }
 
-/// The `data` of SSE events, fed with arbitrary chunks.
-#[derive(Default)]
-struct SseLines {
-    line: Vec<u8>,
-    data: Vec<String>,
-}
-
-impl SseLines {
-    fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
-        let mut events = Vec::new();
-        for b in chunk {
-            if *b != b'\n' {
-                self.line.push(*b);
-                continue;
-            }
-            let mut line = std::mem::take(&mut self.line);
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if line.is_empty() {
-                if !self.data.is_empty() {
-                    events.push(self.data.join("\n"));
-                    self.data.clear();
-                }
-            } else if let Some(d) = line.strip_prefix(b"data:") {
-                let d = d.strip_prefix(b" ").unwrap_or(d);
-                self.data.push(String::from_utf8_lossy(d).into_owned());
-            }
-        }
-        events
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sse_lines_split_across_chunks() {
-        let mut p = SseLines::default();
-        assert!(p.feed(b"event: message\ndata: {\"a\"").is_empty());
-        assert_eq!(p.feed(b":1}\n\n: comment\n\ndata: 2\r\n\r\n"), ["{\"a\":1}", "2"]);
-    }
 
     #[test]
     fn compact_removes_newlines() {

@@ -31,6 +31,7 @@ use serde_json::Value;
 use switchboard_router::Registry;
 use switchboard_store::TraceRecord;
 use switchboard_store::traces::outcome;
+use switchboard_transport::sse::SseParser;
 use switchboard_wire::{ErrorObject, Id, Message, error_code, headers, meta, method};
 
 use crate::endpoint::EndpointConfig;
@@ -215,6 +216,8 @@ impl Pending {
 #[derive(serde::Deserialize)]
 struct Answer {
     #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
     method: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     result: Option<serde::de::IgnoredAny>,
@@ -229,6 +232,17 @@ impl Answer {
 
     fn is_response(&self) -> bool {
         self.method.is_none() && (self.result.is_some() || self.error.is_some())
+    }
+
+    /// A server → client request the endpoint relays to a 2025-11-25 client (its id minted
+    /// by the bridge): the turn goes to the client.
+    fn is_question(&self) -> bool {
+        self.method.is_some()
+            && self
+                .id
+                .as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.starts_with(crate::bridge::MINTED_ID_PREFIX))
     }
 }
 
@@ -357,8 +371,7 @@ pub(crate) async fn observe(State(edge): State<Arc<Edge>>, req: Request, next: N
             upstream,
             method,
             status,
-            line: Vec::new(),
-            data: String::new(),
+            sse: SseParser::default(),
             done: false,
         };
         return Response::from_parts(parts, Body::from_stream(tail.into_stream()));
@@ -382,41 +395,29 @@ struct Tail {
     upstream: Option<String>,
     method: String,
     status: StatusCode,
-    line: Vec<u8>,
-    data: String,
+    sse: SseParser,
     done: bool,
 }
 
 impl Tail {
-    /// Scans a chunk for complete events; the first JSON-RPC response among them ends the trace.
+    /// Reads the chunk's complete events: the first JSON-RPC response among them ends the
+    /// trace; a question to the client moves the deadline out by the client's answer window
+    /// (a human may be answering), after which the upstream gets its full limit again.
     fn scan(&mut self, chunk: &[u8]) {
-        if self.pending.is_none() {
+        if self.pending.is_none() && self.deadline.is_none() {
             return;
         }
-        for b in chunk {
-            if *b != b'\n' {
-                self.line.push(*b);
-                continue;
+        let Ok(events) = self.sse.feed(chunk) else { return };
+        for event in events {
+            let Some(a) = Answer::read(event.data.as_bytes()) else { continue };
+            if a.is_question() && self.deadline.is_some() {
+                self.deadline =
+                    Some(tokio::time::Instant::now() + crate::endpoint::DEFAULT_ANSWER_TIMEOUT + self.limit);
             }
-            let mut line = std::mem::take(&mut self.line);
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if line.is_empty() {
-                let data = std::mem::take(&mut self.data);
-                if let Some(a) = Answer::read(data.as_bytes())
-                    && a.is_response()
-                    && let Some(mut p) = self.pending.take()
-                {
-                    p.end_with(Some(a), self.status);
-                    return;
-                }
-            } else if let Some(d) = line.strip_prefix(b"data:") {
-                let d = d.strip_prefix(b" ").unwrap_or(d);
-                if !self.data.is_empty() {
-                    self.data.push('\n');
-                }
-                self.data.push_str(&String::from_utf8_lossy(d));
+            if a.is_response()
+                && let Some(mut p) = self.pending.take()
+            {
+                p.end_with(Some(a), self.status);
             }
         }
     }
@@ -437,17 +438,6 @@ impl Tail {
             match next {
                 Some(Some(Ok(chunk))) => {
                     t.scan(&chunk);
-                    // A server → client request (router-minted id `sb-N`) hands the turn to the
-                    // client, a human perhaps: the deadline moves out by the time the client has
-                    // to answer, and the upstream gets its full limit after that.
-                    if t.deadline.is_some() && {
-                        let pat: &[u8] = b"\"id\":\"sb-";
-                        chunk.windows(pat.len()).any(|w| w == pat)
-                    } {
-                        t.deadline = Some(
-                            tokio::time::Instant::now() + crate::endpoint::DEFAULT_ANSWER_TIMEOUT + t.limit,
-                        );
-                    }
                     Some((Ok(chunk), t))
                 }
                 Some(Some(Err(e))) => {

@@ -192,8 +192,8 @@ pub async fn delete(config: Arc<EndpointConfig>, request_headers: HeaderMap) -> 
 
 /// Server capabilities from the ready upstreams. The router propagates list changes of
 /// every kind and takes resource subscriptions for the servers that support them.
-fn capabilities(registry: &Registry, with_logging: bool) -> Map<String, Value> {
-    let catalogs = ready_catalogs(registry);
+fn capabilities(registry: &Registry, view: &View, with_logging: bool) -> Map<String, Value> {
+    let catalogs = &view.catalogs;
     let mut capabilities = Map::new();
     if catalogs.values().any(|c| !c.tools.is_empty()) {
         capabilities.insert("tools".into(), json!({"listChanged": true}));
@@ -388,7 +388,8 @@ fn initialize(registry: Option<&Registry>, config: &EndpointConfig, msg: &Messag
         params.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
     );
     let sid = session.seal(&config.session_key);
-    let caps = registry.map(|r| capabilities(r, true)).unwrap_or_default();
+    let caps =
+        registry.map(|r| capabilities(r, &config.views.get(r, &config.federation), true)).unwrap_or_default();
     let result = json!({
         "protocolVersion": version,
         "capabilities": caps,
@@ -458,9 +459,7 @@ pub async fn get(
             }
         }
     });
-    let mut resp = Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default()).into_response();
-    resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp
+    event_stream(stream, true)
 }
 
 /// `POST /mcp`.
@@ -635,7 +634,9 @@ impl ViewCache {
 }
 
 /// The ready servers' catalogs, by name.
-fn ready_catalogs(registry: &Registry) -> BTreeMap<String, Arc<switchboard_router::catalog::Catalog>> {
+pub(crate) fn ready_catalogs(
+    registry: &Registry,
+) -> BTreeMap<String, Arc<switchboard_router::catalog::Catalog>> {
     registry
         .servers()
         .into_iter()
@@ -827,7 +828,7 @@ impl Handler {
     }
 
     fn discover(&self) -> Response {
-        let capabilities = capabilities(&self.registry, false);
+        let capabilities = capabilities(&self.registry, &self.view(), false);
         self.result(json!({
             "resultType": "complete",
             "supportedVersions": MODERN_VERSIONS,
@@ -1037,9 +1038,7 @@ impl Handler {
                 }
             }
         });
-        let mut resp = Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default()).into_response();
-        resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-        resp
+        event_stream(stream, true)
     }
 
     async fn call(self, method: &str) -> Response {
@@ -1544,7 +1543,7 @@ impl Call {
     /// stream may still be on their way; those already here are relayed, and when this call
     /// has seen such messages, stragglers get a few milliseconds.
     async fn drain_incoming_logs(&mut self) {
-        let Some(rx) = self.incoming.as_mut() else { return };
+        let Some(mut rx) = self.incoming.take() else { return };
         let grace = if self.logs_on_incoming { Duration::from_millis(15) } else { Duration::ZERO };
         let deadline = tokio::time::Instant::now() + grace;
         loop {
@@ -1559,13 +1558,11 @@ impl Call {
                 Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
                 Err(_) => break,
             };
-            if m.method() == Some(method::NOTIFICATION_MESSAGE) {
-                let level = m.params().and_then(|p| p.get("level")).and_then(Value::as_str).unwrap_or("info");
-                if self.client.wants_log(level) {
-                    self.outbox.push_back(m);
-                }
+            if m.method() == Some(method::NOTIFICATION_MESSAGE) && self.wants(&m) {
+                self.outbox.push_back(m);
             }
         }
+        self.incoming = Some(rx);
     }
 
     /// Whether a relayed notification reaches the client (log levels).
@@ -1609,7 +1606,7 @@ impl Call {
                 .with_data(json!({"requiredCapabilities": {cap: {}}}));
                 return self.finish_error(e);
             }
-            let id = json!(format!("sb-{}", self.config.bridge.next_id()));
+            let id = self.config.bridge.mint_request_id();
             let rx = self.config.bridge.expect_answer(&sid, &id);
             self.minted.push(id.clone());
             let params = request.get("params").cloned();
@@ -1672,7 +1669,7 @@ impl Call {
                     return None;
                 }
                 // Relay with an id of ours; the answer comes back as a POST.
-                let id = json!(format!("sb-{}", self.config.bridge.next_id()));
+                let id = self.config.bridge.mint_request_id();
                 let rx = self.config.bridge.expect_answer(&sid, &id);
                 self.minted.push(id.clone());
                 let timeout = self.config.answer_timeout;
@@ -1857,7 +1854,20 @@ fn sse(first: Message, call: Call) -> Response {
         let m = call.next().await?;
         Some((event(&m), (None, call)))
     });
-    let mut resp = Sse::new(stream).into_response();
+    event_stream(stream, false)
+}
+
+/// An SSE response (unbuffered by proxies); long-lived notification streams get keep-alive
+/// comments, a call's stream ends with its response and needs none.
+fn event_stream<S>(stream: S, long_lived: bool) -> Response
+where
+    S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut resp = if long_lived {
+        Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default()).into_response()
+    } else {
+        Sse::new(stream).into_response()
+    };
     resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp
 }

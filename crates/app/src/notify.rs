@@ -7,13 +7,13 @@
 //! and tagged with the subscription id) and 2025-11-25 sessions on their `GET` stream, with
 //! SSE event ids and a bounded replay buffer for `Last-Event-ID`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::Value;
-use switchboard_router::{Event, Registry, ServerState};
+use switchboard_router::{Event, Registry};
 use switchboard_wire::{Message, method};
 use tokio::sync::broadcast;
 
@@ -97,12 +97,7 @@ impl std::fmt::Debug for Notifier {
 /// A signature per kind of the ready servers' lists.
 fn signatures(registry: &Registry) -> [u64; 3] {
     let mut sigs = [0u64; 3];
-    let catalogs: BTreeMap<String, _> = registry
-        .servers()
-        .into_iter()
-        .filter(|v| v.state == ServerState::Ready)
-        .filter_map(|v| registry.entry(&v.name).map(|e| (v.name, e.catalog())))
-        .collect();
+    let catalogs = crate::endpoint::ready_catalogs(registry);
     for (i, sig) in sigs.iter_mut().enumerate() {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for (name, c) in &catalogs {

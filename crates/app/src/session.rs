@@ -65,7 +65,19 @@ impl SessionKey {
         SessionKey(h.finalize().into())
     }
 
-    pub(crate) fn mac(&self, data: &[u8]) -> [u8; 32] {
+    /// The base64url HMAC tag of `body`.
+    pub(crate) fn sign(&self, body: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.mac(body.as_bytes()))
+    }
+
+    /// Whether `tag` (base64url) is this key's HMAC of `body`, compared in constant time.
+    pub(crate) fn verify(&self, body: &str, tag: &str) -> bool {
+        let Ok(tag) = URL_SAFE_NO_PAD.decode(tag) else { return false };
+        let expected = self.mac(body.as_bytes());
+        tag.len() == expected.len() && tag.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+
+    fn mac(&self, data: &[u8]) -> [u8; 32] {
         let mut block = [0u8; 64];
         block[..32].copy_from_slice(&self.0);
         let ipad: Vec<u8> = block.iter().map(|b| b ^ 0x36).collect();
@@ -117,18 +129,14 @@ impl Session {
     /// The sealed id.
     pub fn seal(&self, key: &SessionKey) -> String {
         let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default());
-        let tag = URL_SAFE_NO_PAD.encode(key.mac(body.as_bytes()));
+        let tag = key.sign(&body);
         format!("{body}.{tag}")
     }
 
     /// Opens an id sealed under `key`, no older than `max_age`.
     pub fn open(id: &str, key: &SessionKey, max_age: Duration) -> Result<Session, Refused> {
         let (body, tag) = id.split_once('.').ok_or(Refused::Invalid)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| Refused::Invalid)?;
-        let expected = key.mac(body.as_bytes());
-        // Constant-time comparison.
-        if tag.len() != expected.len() || tag.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0
-        {
+        if !key.verify(body, tag) {
             return Err(Refused::Invalid);
         }
         let raw = URL_SAFE_NO_PAD.decode(body).map_err(|_| Refused::Invalid)?;

@@ -17,7 +17,7 @@ pub mod frame;
 pub mod http;
 mod lines;
 pub mod pipe;
-mod sse;
+pub mod sse;
 pub mod stdio;
 pub mod upstream;
 pub mod ws;

@@ -3,15 +3,18 @@
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
-    pub(crate) id: Option<String>,
-    pub(crate) event: Option<String>,
-    pub(crate) data: String,
+pub struct SseEvent {
+    /// `id` field (the last one seen, as the spec carries it over).
+    pub id: Option<String>,
+    /// `event` field.
+    pub event: Option<String>,
+    /// `data` lines joined with newlines.
+    pub data: String,
 }
 
 /// Incremental parser state.
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     buf: Vec<u8>,
     data: Vec<String>,
     id: Option<String>,
@@ -19,11 +22,11 @@ pub(crate) struct SseParser {
 }
 
 /// Upper bound on one line, so a peer that never sends a newline cannot exhaust memory.
-pub(crate) const MAX_LINE: usize = 64 * 1024 * 1024;
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
 impl SseParser {
     /// Feeds bytes; returns the events completed by them.
-    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, String> {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, String> {
         self.buf.extend_from_slice(chunk);
         let mut out = Vec::new();
         while let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
