@@ -345,18 +345,7 @@ async fn serve_stdio_speaks_both_eras_next_to_listen() {
     let cfg = fixture_config(dir.path(), &stop).await;
     let mut child = spawn_stdio(dir.path(), Some(&cfg), &["--listen", "127.0.0.1:0"]);
     // With --stdio the address is announced on stderr: stdout carries only the protocol.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = stderr.next_line().await.unwrap().expect("serve announced its address");
-            if let Some(u) = line.strip_prefix("listening on ") {
-                return u.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    let url = crate::listening_url(child.stderr.take().unwrap()).await;
     let mut c = take_stdio(child);
     wait_for_tools(&mut c, &["alpha__echo", "beta__echo"]).await;
 

@@ -381,7 +381,6 @@ async fn stored_traces_stay_within_the_bound() {
 
 #[tokio::test]
 async fn serve_token_env_requires_the_variable_and_then_the_token() {
-    use tokio::io::AsyncBufReadExt;
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("switchboard.toml");
     std::fs::write(&cfg, "").unwrap();
@@ -418,17 +417,7 @@ async fn serve_token_env_requires_the_variable_and_then_the_token() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = lines.next_line().await.unwrap().expect("serve printed its address");
-            if let Some(u) = line.strip_prefix("listening on ") {
-                return u.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = crate::listening_url(child.stdout.take().unwrap()).await;
     let http = reqwest::Client::new();
     let body = request(1, "server/discover", json!({}));
     let post = || {

@@ -388,7 +388,6 @@ async fn input_errors() {
 
 #[tokio::test]
 async fn serve_listen_exposes_the_endpoint() {
-    use tokio::io::AsyncBufReadExt;
     let stop = CancellationToken::new();
     let _guard = stop.clone().drop_guard();
     let upstream = fixture(Era::Both, &stop).await;
@@ -411,17 +410,7 @@ async fn serve_listen_exposes_the_endpoint() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = lines.next_line().await.unwrap().expect("serve printed its address");
-            if let Some(u) = line.strip_prefix("listening on ") {
-                return u.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = crate::listening_url(child.stdout.take().unwrap()).await;
     let env = Mcp { url, http: reqwest::Client::new() };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {

@@ -16,3 +16,25 @@ pub use switchboard_fixtures::peers::{everything_js, node, node_dir, repo_root};
 pub fn switchboard() -> &'static str {
     env!("CARGO_BIN_EXE_switchboard")
 }
+
+/// Reads `out` (a child's stdout or stderr) up to its `listening on URL` line and returns the
+/// URL; the rest keeps being read in the background so the child never blocks on a full pipe.
+pub async fn listening_url<R>(out: R) -> String
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(out).lines();
+    let url = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(u) = line.strip_prefix("listening on ") {
+                return u.trim().to_owned();
+            }
+        }
+        panic!("exited before printing its address");
+    })
+    .await
+    .expect("listening in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    url
+}

@@ -5,7 +5,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::*;
 
@@ -22,18 +21,7 @@ fn fixture_bin() -> String {
 /// Spawns `cmd` (killed on drop) and returns it with the URL of its `listening on URL` line.
 async fn spawn_listening(mut cmd: tokio::process::Command) -> (tokio::process::Child, String) {
     let mut child = cmd.stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(u) = line.strip_prefix("listening on ") {
-                return u.trim().to_owned();
-            }
-        }
-        panic!("exited before listening");
-    })
-    .await
-    .expect("listening in time");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = crate::listening_url(child.stdout.take().unwrap()).await;
     (child, url)
 }
 
