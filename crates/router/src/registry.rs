@@ -806,6 +806,9 @@ async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
         };
         match outcome {
             Next::Stop => break,
+            // Stopping (shutdown or removal) closes the connection under a running refresh or
+            // watch: that is not the server failing, so nothing is recorded.
+            Next::Reconnect(_) if entry.cancel.is_cancelled() => break,
             Next::Reconnect(reason) => {
                 write(&entry.client, None);
                 failures += 1;
