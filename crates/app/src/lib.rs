@@ -4,29 +4,18 @@
 //! store, builds the registry and runs the `switchboard` commands. Library crates get
 //! typed configuration from here and never look at the environment themselves.
 
-pub mod auth;
+pub use switchboard_gateway::{auth, bridge, downstream, edge, endpoint, notify, session, traces};
+
 pub mod blobs;
-pub mod bridge;
 pub mod builtins;
 pub mod config;
 pub mod diagnose;
-pub mod downstream;
-pub mod edge;
-pub mod endpoint;
 pub mod http;
 pub mod invoker;
-pub mod notify;
 pub mod probe;
 pub mod serve;
 pub mod servers;
-pub mod session;
-pub mod traces;
 pub mod upstreams;
 
-/// Unix time in milliseconds.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+/// Unix time in milliseconds (the one clock helper, shared with the router).
+pub use switchboard_router::events::now_ms;

@@ -83,10 +83,13 @@ impl Default for EdgeConfig {
 
 /// State of the edge middleware.
 #[derive(Clone)]
-pub(crate) struct Edge {
-    pub(crate) config: EdgeConfig,
-    pub(crate) registry: Option<Registry>,
-    pub(crate) endpoint: Arc<EndpointConfig>,
+pub struct Edge {
+    /// Deadline, traces and token.
+    pub config: EdgeConfig,
+    /// The registry, to name the upstream of a call that timed out before routing.
+    pub registry: Option<Registry>,
+    /// The endpoint's settings (the answer window among them).
+    pub endpoint: Arc<EndpointConfig>,
 }
 
 impl Edge {
@@ -273,12 +276,12 @@ fn is_sse(headers: &HeaderMap) -> bool {
 }
 
 /// The middleware: deadline and trace for `POST /mcp`; everything else passes untouched.
-pub(crate) async fn observe(State(edge): State<Arc<Edge>>, req: Request, next: Next) -> Response {
+pub async fn observe(State(edge): State<Arc<Edge>>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST || req.uri().path() != "/mcp" {
         return next.run(req).await;
     }
     let started = Instant::now();
-    let at_ms = crate::now_ms();
+    let at_ms = switchboard_router::events::now_ms();
     let (parts, body) = req.into_parts();
     let (bytes, body) = peek(body, edge.endpoint.body_limit).await;
     let msg = bytes.as_deref().and_then(|b| Message::parse(b).ok());

@@ -69,7 +69,7 @@ fn unauthorized(challenge: &'static str, message: &str) -> Response {
 }
 
 /// The middleware: checks `/mcp` requests, passes everything else.
-pub(crate) async fn require(State(expected): State<BearerToken>, req: Request, next: Next) -> Response {
+pub async fn require(State(expected): State<BearerToken>, req: Request, next: Next) -> Response {
     if req.uri().path() != "/mcp" {
         return next.run(req).await;
     }

@@ -30,10 +30,13 @@ const OUT_QUEUE: usize = 256;
 
 /// State of the upgrade middleware.
 #[derive(Debug, Clone)]
-pub(crate) struct WsState {
-    pub(crate) adapter: Adapter,
-    pub(crate) allowed_origins: Arc<Vec<String>>,
-    pub(crate) cancel: CancellationToken,
+pub struct WsState {
+    /// Where each text frame goes (below the token check).
+    pub adapter: Adapter,
+    /// Origins a browser upgrade may come from.
+    pub allowed_origins: Arc<Vec<String>>,
+    /// Closes every socket at shutdown.
+    pub cancel: CancellationToken,
 }
 
 fn wants_upgrade(req: &Request) -> bool {
@@ -47,7 +50,7 @@ fn wants_upgrade(req: &Request) -> bool {
 }
 
 /// The middleware: upgrades `GET /mcp` WebSocket requests, passes everything else.
-pub(crate) async fn upgrade(State(ws): State<WsState>, req: Request, next: Next) -> Response {
+pub async fn upgrade(State(ws): State<WsState>, req: Request, next: Next) -> Response {
     if !wants_upgrade(&req) {
         return next.run(req).await;
     }
