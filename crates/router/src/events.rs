@@ -1,20 +1,44 @@
-//! The event bus: every observable change in the registry, for the UI and the logs.
+//! The one event stream: every observable thing the router does, typed, for the control
+//! panel, the logs and the tests.
 //!
-//! Publishing never blocks: events go into a bounded broadcast ring and a viewer that
-//! falls behind loses the oldest ones (it learns how many through `Lagged`).
+//! One [`EventBus`] is shared by the whole process. The registry publishes handshakes, state
+//! changes and catalog diffs; the upstream connections publish frames through their
+//! [`Tap`](switchboard_transport::Tap) (the bus is their [`FrameSink`]); the gateway publishes
+//! client-leg frames, traces and the notifications it sends; the app publishes flow progress
+//! and process statistics.
+//!
+//! Three promises, because the data plane publishes here:
+//! - **Nobody listening costs one atomic load.** [`EventBus::active`] reads a subscriber count;
+//!   [`EventBus::publish_with`] builds the event only when somebody listens.
+//! - **Publishing never blocks.** Events go into a bounded broadcast ring.
+//! - **A subscriber that falls behind is told how many events it lost** (`RecvError::Lagged`),
+//!   and never slows anybody else down.
+//!
+//! Subscribers may filter by kind, server and method ([`Filter`]); the filter runs on the
+//! subscriber's side, so a filtered subscriber's lag count includes events it would have
+//! skipped anyway.
+//!
+//! The UI's TypeScript types are generated from these Rust types (`ui/src/generated/events.ts`,
+//! see [`typescript`]); they are never written by hand.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use switchboard_store::{HandshakeRecord, TraceRecord};
-use switchboard_transport::UpstreamEvent;
+use switchboard_transport::{FrameEvent, FrameSink, UpstreamEvent};
 use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use ts_rs::TS;
 
 use crate::schema::Quarantined;
 
+/// Events kept for a subscriber that falls behind, by default.
+pub const DEFAULT_CAPACITY: usize = 4096;
+
 /// One observable change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -24,6 +48,24 @@ pub enum Event {
         server: String,
         /// The record as stored.
         record: Box<HandshakeRecord>,
+    },
+    /// One step of a version negotiation (a `server/discover` or `initialize` sent, its answer,
+    /// a fallback), so a handshake can be drawn as a sequence.
+    Negotiation {
+        /// Server name.
+        server: String,
+        /// `upstream` (router → server) or `downstream` (client → router).
+        leg: String,
+        /// What happened (`discover`, `initialize`, `fallback`, `answer`, `failed`).
+        step: String,
+        /// Protocol versions offered at this step.
+        offered: Vec<String>,
+        /// The version chosen, when this step chose one.
+        chosen: Option<String>,
+        /// A one-line detail (an error, the reason for a fallback).
+        detail: Option<String>,
+        /// Unix milliseconds.
+        at_ms: i64,
     },
     /// A server changed state.
     ServerState {
@@ -59,6 +101,15 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
+    /// A server's catalog differs from its previous listing.
+    CatalogChanged {
+        /// Server name.
+        server: String,
+        /// What differs.
+        diff: CatalogDiff,
+        /// Unix milliseconds.
+        at_ms: i64,
+    },
     /// The connection underneath a server changed (process start, exit, restart).
     Upstream {
         /// Server id.
@@ -70,54 +121,501 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
-    /// A downstream client's request to the federated endpoint finished (published by the app's
-    /// listener, which also stores it).
+    /// One JSON-RPC message on one leg (client ↔ router or router ↔ upstream).
+    Frame {
+        /// The frame.
+        frame: Box<FrameEvent>,
+    },
+    /// A downstream client's request to the federated endpoint finished.
     Trace {
         /// The record as stored.
         record: Box<TraceRecord>,
     },
+    /// The gateway sent a change notification to its downstream listeners.
+    Notification {
+        /// The notification's method (`notifications/tools/list_changed`, …).
+        method: String,
+        /// The resource, for `notifications/resources/updated`.
+        uri: Option<String>,
+        /// Listeners it reached.
+        listeners: usize,
+        /// Unix milliseconds.
+        at_ms: i64,
+    },
+    /// A node of a flow run started, progressed or finished.
+    FlowProgress {
+        /// Run id.
+        run_id: String,
+        /// Node id.
+        node: String,
+        /// `running`, `progress`, `succeeded`, `failed`, `cancelled`.
+        status: String,
+        /// Progress so far, 0..=1, when known.
+        progress: Option<f64>,
+        /// A line for the operator.
+        message: Option<String>,
+        /// Unix milliseconds.
+        at_ms: i64,
+    },
+    /// Periodic figures of the router process.
+    ProcessStats {
+        /// Resident memory in bytes.
+        rss_bytes: u64,
+        /// CPU use since the previous sample, in percent of one core.
+        cpu_percent: f64,
+        /// Requests being forwarded now.
+        in_flight: u64,
+        /// Events subscribers lost since the previous sample (all subscribers together).
+        events_lost: u64,
+        /// Unix milliseconds.
+        at_ms: i64,
+    },
 }
 
-/// Fan-out of [`Event`]s.
+/// What differs between two listings of one server's catalog.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct CatalogDiff {
+    /// Tools listed now and not before.
+    pub tools_added: Vec<String>,
+    /// Tools listed before and not now.
+    pub tools_removed: Vec<String>,
+    /// Tools whose definition (description, schemas, annotations) changed.
+    pub tools_changed: Vec<String>,
+    /// Prompts added, by name.
+    pub prompts_added: Vec<String>,
+    /// Prompts removed, by name.
+    pub prompts_removed: Vec<String>,
+    /// Resources added, by URI.
+    pub resources_added: Vec<String>,
+    /// Resources removed, by URI.
+    pub resources_removed: Vec<String>,
+}
+
+impl CatalogDiff {
+    /// `true` when nothing differs.
+    pub fn is_empty(&self) -> bool {
+        self == &CatalogDiff::default()
+    }
+}
+
+/// The kinds of [`Event`], for filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// [`Event::Handshake`].
+    Handshake,
+    /// [`Event::Negotiation`].
+    Negotiation,
+    /// [`Event::ServerState`].
+    ServerState,
+    /// [`Event::Catalog`].
+    Catalog,
+    /// [`Event::CatalogChanged`].
+    CatalogChanged,
+    /// [`Event::Upstream`].
+    Upstream,
+    /// [`Event::Frame`].
+    Frame,
+    /// [`Event::Trace`].
+    Trace,
+    /// [`Event::Notification`].
+    Notification,
+    /// [`Event::FlowProgress`].
+    FlowProgress,
+    /// [`Event::ProcessStats`].
+    ProcessStats,
+}
+
+impl Event {
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::Handshake { .. } => EventKind::Handshake,
+            Event::Negotiation { .. } => EventKind::Negotiation,
+            Event::ServerState { .. } => EventKind::ServerState,
+            Event::Catalog { .. } => EventKind::Catalog,
+            Event::CatalogChanged { .. } => EventKind::CatalogChanged,
+            Event::Upstream { .. } => EventKind::Upstream,
+            Event::Frame { .. } => EventKind::Frame,
+            Event::Trace { .. } => EventKind::Trace,
+            Event::Notification { .. } => EventKind::Notification,
+            Event::FlowProgress { .. } => EventKind::FlowProgress,
+            Event::ProcessStats { .. } => EventKind::ProcessStats,
+        }
+    }
+
+    /// The upstream server the event is about, when it is about one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Event::Handshake { server, .. }
+            | Event::Negotiation { server, .. }
+            | Event::ServerState { server, .. }
+            | Event::Catalog { server, .. }
+            | Event::CatalogChanged { server, .. }
+            | Event::Upstream { server, .. } => Some(server),
+            Event::Frame { frame } if frame.leg == "upstream" => Some(&frame.peer),
+            Event::Trace { record } => record.upstream.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC method the event is about, when it is about one.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Event::Frame { frame } => frame.method.as_deref(),
+            Event::Trace { record } => Some(&record.method),
+            Event::Notification { method, .. } => Some(method),
+            _ => None,
+        }
+    }
+}
+
+/// Which events a subscriber wants. Empty sets mean "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+pub struct Filter {
+    /// Event kinds.
+    pub kinds: BTreeSet<EventKind>,
+    /// Upstream server names; events about no server pass only when this is empty.
+    pub servers: BTreeSet<String>,
+    /// JSON-RPC methods; events about no method pass only when this is empty.
+    pub methods: BTreeSet<String>,
+}
+
+impl Filter {
+    /// Whether `event` passes.
+    pub fn matches(&self, event: &Event) -> bool {
+        (self.kinds.is_empty() || self.kinds.contains(&event.kind()))
+            && (self.servers.is_empty() || event.server().is_some_and(|s| self.servers.contains(s)))
+            && (self.methods.is_empty() || event.method().is_some_and(|m| self.methods.contains(m)))
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    tx: broadcast::Sender<Arc<Event>>,
+    /// Live [`Subscription`]s: the one atomic a publisher reads.
+    listeners: AtomicUsize,
+    /// Events delivered into the ring (only counted while somebody listens).
+    published: AtomicU64,
+    /// Events subscribers lost by lagging, all together.
+    lost: AtomicU64,
+}
+
+/// The process's event stream. Cheap to clone; every clone is the same stream.
 #[derive(Debug, Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<Arc<Event>>,
-    published: Arc<AtomicU64>,
+    inner: Arc<Inner>,
 }
 
 impl EventBus {
-    /// A bus keeping up to `capacity` events for slow viewers.
+    /// A bus keeping up to `capacity` events for slow subscribers.
     pub fn new(capacity: usize) -> Self {
-        EventBus { tx: broadcast::channel(capacity.max(1)).0, published: Arc::new(AtomicU64::new(0)) }
+        EventBus {
+            inner: Arc::new(Inner {
+                tx: broadcast::channel(capacity.max(1)).0,
+                listeners: AtomicUsize::new(0),
+                published: AtomicU64::new(0),
+                lost: AtomicU64::new(0),
+            }),
+        }
     }
 
-    /// Publishes an event (never blocks).
+    /// `true` when at least one subscriber exists (one atomic load).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.inner.listeners.load(Ordering::Relaxed) > 0
+    }
+
+    /// Publishes an event; never blocks; a no-op when nobody listens.
+    #[inline]
     pub fn publish(&self, event: Event) {
-        self.published.fetch_add(1, Ordering::Relaxed);
-        let _ = self.tx.send(Arc::new(event));
+        if self.active() {
+            self.deliver(event);
+        }
     }
 
-    /// A new viewer.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.tx.subscribe()
+    /// Publishes the event `make` builds, building it only when somebody listens.
+    #[inline]
+    pub fn publish_with(&self, make: impl FnOnce() -> Event) {
+        if self.active() {
+            self.deliver(make());
+        }
     }
 
-    /// Events published so far.
+    #[cold]
+    fn deliver(&self, event: Event) {
+        self.inner.published.fetch_add(1, Ordering::Relaxed);
+        let _ = self.inner.tx.send(Arc::new(event));
+    }
+
+    /// A subscriber to every event.
+    pub fn subscribe(&self) -> Subscription {
+        self.subscribe_filtered(Filter::default())
+    }
+
+    /// A subscriber to the events `filter` passes.
+    pub fn subscribe_filtered(&self, filter: Filter) -> Subscription {
+        self.inner.listeners.fetch_add(1, Ordering::Relaxed);
+        Subscription { rx: self.inner.tx.subscribe(), filter, bus: self.inner.clone() }
+    }
+
+    /// Events delivered to subscribers so far (events published while nobody listened are
+    /// not counted: they cost nothing and went nowhere).
     pub fn published(&self) -> u64 {
-        self.published.load(Ordering::Relaxed)
+        self.inner.published.load(Ordering::Relaxed)
+    }
+
+    /// Events subscribers have lost by falling behind, all together.
+    pub fn lost(&self) -> u64 {
+        self.inner.lost.load(Ordering::Relaxed)
+    }
+
+    /// Subscribers now.
+    pub fn subscribers(&self) -> usize {
+        self.inner.listeners.load(Ordering::Relaxed)
+    }
+
+    /// This bus as the sink of upstream and downstream frame taps.
+    pub fn frame_sink(&self) -> Arc<dyn FrameSink> {
+        Arc::new(self.clone())
     }
 }
 
 impl Default for EventBus {
     fn default() -> Self {
-        EventBus::new(4096)
+        EventBus::new(DEFAULT_CAPACITY)
     }
 }
 
-/// Unix time in milliseconds.
+impl FrameSink for EventBus {
+    fn active(&self) -> bool {
+        EventBus::active(self)
+    }
+
+    fn publish(&self, frame: FrameEvent) {
+        EventBus::publish(self, Event::Frame { frame: Box::new(frame) });
+    }
+}
+
+/// One subscriber. Dropping it unsubscribes.
+#[derive(Debug)]
+pub struct Subscription {
+    rx: broadcast::Receiver<Arc<Event>>,
+    filter: Filter,
+    bus: Arc<Inner>,
+}
+
+impl Subscription {
+    /// The next event that passes the filter. `Err(RecvError::Lagged(n))` says `n` events were
+    /// lost because this subscriber fell behind (it then continues with the oldest kept one);
+    /// `Err(RecvError::Closed)` says the bus is gone.
+    pub async fn recv(&mut self) -> Result<Arc<Event>, RecvError> {
+        loop {
+            match self.rx.recv().await {
+                Ok(e) if self.filter.matches(&e) => return Ok(e),
+                Ok(_) => continue,
+                Err(RecvError::Lagged(n)) => {
+                    self.bus.lost.fetch_add(n, Ordering::Relaxed);
+                    return Err(RecvError::Lagged(n));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next passing event already queued, without waiting (`Err(TryRecvError::Empty)` when
+    /// none is). Lag is reported like [`Subscription::recv`] does.
+    pub fn try_recv(&mut self) -> Result<Arc<Event>, broadcast::error::TryRecvError> {
+        use broadcast::error::TryRecvError;
+        loop {
+            match self.rx.try_recv() {
+                Ok(e) if self.filter.matches(&e) => return Ok(e),
+                Ok(_) => continue,
+                Err(TryRecvError::Lagged(n)) => {
+                    self.bus.lost.fetch_add(n, Ordering::Relaxed);
+                    return Err(TryRecvError::Lagged(n));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// This subscriber's filter.
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.bus.listeners.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Unix time in milliseconds: the one clock helper of the workspace.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// The TypeScript declarations of the event model, as the UI imports them.
+pub mod typescript {
+    use ts_rs::TS;
+
+    /// Where the generated file lives, relative to the repository root.
+    pub const PATH: &str = "ui/src/generated/events.ts";
+
+    /// The file's text: every type an [`super::Event`] can carry, in dependency order.
+    ///
+    /// JSON has one number type, and serde writes 64-bit integers as plain numbers, so
+    /// ts-rs's `bigint` for them is written `number` here.
+    pub fn render() -> String {
+        let cfg = ts_rs::Config::default();
+        let decls = [
+            switchboard_wire::Kind::decl(&cfg),
+            switchboard_wire::Id::decl(&cfg),
+            switchboard_transport::Direction::decl(&cfg),
+            switchboard_transport::FrameEvent::decl(&cfg),
+            switchboard_transport::UpstreamEvent::decl(&cfg),
+            switchboard_store::HandshakeRecord::decl(&cfg),
+            switchboard_store::TraceRecord::decl(&cfg),
+            crate::schema::Quarantined::decl(&cfg),
+            super::CatalogDiff::decl(&cfg),
+            super::EventKind::decl(&cfg),
+            super::Filter::decl(&cfg),
+            super::Event::decl(&cfg),
+        ];
+        let mut out = String::from(
+            "// Generated from the Rust event model (crates/router/src/events.rs) by\n\
+             // `UPDATE_BINDINGS=1 cargo test -p switchboard-router --lib typescript`. Do not edit.\n\n",
+        );
+        for d in decls {
+            out.push_str("export ");
+            out.push_str(&d.replace("bigint", "number"));
+            out.push_str("\n\n");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_transport::{Direction, FrameBus};
+    use switchboard_wire::Message;
+
+    fn state(server: &str) -> Event {
+        Event::ServerState {
+            server_id: "id".into(),
+            server: server.into(),
+            from: "pending".into(),
+            to: "ready".into(),
+            reason: "ok".into(),
+            at_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn nobody_listening_builds_nothing_and_counts_nothing() {
+        let bus = EventBus::new(8);
+        let mut built = false;
+        bus.publish_with(|| {
+            built = true;
+            state("a")
+        });
+        assert!(!built, "the event was built with no subscriber");
+        assert_eq!(bus.published(), 0);
+        let mut sub = bus.subscribe();
+        bus.publish_with(|| state("a"));
+        assert_eq!(bus.published(), 1);
+        assert!(matches!(sub.recv().await.as_deref(), Ok(Event::ServerState { .. })));
+        drop(sub);
+        assert!(!bus.active());
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_is_told_how_many_it_lost_and_slows_nobody() {
+        let bus = EventBus::new(4);
+        let mut slow = bus.subscribe();
+        let mut fast = bus.subscribe();
+        for i in 0..10 {
+            bus.publish(state(&format!("s{i}")));
+            // The fast one keeps up; publishing never waited for the slow one.
+            assert_eq!(
+                fast.recv().await.ok().and_then(|e| e.server().map(str::to_owned)),
+                Some(format!("s{i}"))
+            );
+        }
+        assert!(matches!(slow.recv().await, Err(RecvError::Lagged(6))));
+        assert_eq!(slow.recv().await.ok().and_then(|e| e.server().map(str::to_owned)).as_deref(), Some("s6"));
+        assert_eq!(bus.lost(), 6);
+    }
+
+    #[tokio::test]
+    async fn filters_by_kind_server_and_method() {
+        let bus = EventBus::new(64);
+        let mut only_b = bus.subscribe_filtered(Filter {
+            servers: ["b".to_owned()].into(),
+            kinds: [EventKind::ServerState].into(),
+            ..Filter::default()
+        });
+        let mut calls =
+            bus.subscribe_filtered(Filter { methods: ["tools/call".to_owned()].into(), ..Filter::default() });
+        let tap = switchboard_transport::Tap::new(bus.frame_sink(), "upstream", "b", "stdio");
+        let list = Message::request(1i64, "tools/list", None);
+        let call = Message::request(2i64, "tools/call", Some(serde_json::json!({"name": "x"})));
+        tap.record(Direction::Out, &list, b"{}");
+        tap.record(Direction::Out, &call, b"{}");
+        bus.publish(state("a"));
+        bus.publish(state("b"));
+        let got = only_b.recv().await.expect("event");
+        assert_eq!((got.kind(), got.server()), (EventKind::ServerState, Some("b")));
+        let got = calls.recv().await.expect("event");
+        assert_eq!(got.method(), Some("tools/call"));
+        assert!(calls.try_recv().is_err(), "only the call passes the method filter");
+    }
+
+    #[tokio::test]
+    async fn frames_carry_the_correlation_of_the_request_that_caused_them() {
+        let bus = EventBus::new(16);
+        let mut sub = bus.subscribe();
+        let tap = switchboard_transport::Tap::new(bus.frame_sink(), "upstream", "b", "http");
+        let call = Message::request(7i64, "tools/call", None);
+        switchboard_transport::correlated(42, async { tap.record(Direction::Out, &call, b"{}") }).await;
+        tap.record(Direction::Out, &call, b"{}");
+        let Event::Frame { frame } = sub.recv().await.expect("frame").as_ref().clone() else {
+            panic!("not a frame")
+        };
+        assert_eq!(frame.correlation, Some(42));
+        let Event::Frame { frame } = sub.recv().await.expect("frame").as_ref().clone() else {
+            panic!("not a frame")
+        };
+        assert_eq!(frame.correlation, None);
+        // A standalone FrameBus (the probe command's) still works as a sink.
+        let frames = FrameBus::new(4);
+        let mut rx = frames.subscribe();
+        frames.tap("upstream", "p", "stdio").record(Direction::In, &call, b"{}");
+        assert_eq!(rx.recv().await.expect("frame").peer.as_ref(), "p");
+    }
+
+    #[test]
+    fn typescript_bindings_are_generated_from_the_rust_types() {
+        let text = typescript::render();
+        assert!(text.contains("export type Event ="), "{text}");
+        assert!(!text.contains("bigint"));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(typescript::PATH);
+        if std::env::var_os("UPDATE_BINDINGS").is_some() {
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, &text).expect("write bindings");
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == text,
+            "{} is stale: run `UPDATE_BINDINGS=1 cargo test -p switchboard-router --lib typescript`",
+            typescript::PATH
+        );
+    }
 }

@@ -22,5 +22,5 @@ pub mod schema;
 
 pub use config::{RegistryConfig, ServerSpec, TransportSpec};
 pub use error::Error;
-pub use events::{Event, EventBus};
+pub use events::{CatalogDiff, Event, EventBus, EventKind, Filter, Subscription};
 pub use registry::{Registry, ServerState, ServerView};

@@ -54,7 +54,7 @@ impl CompiledTool {
 }
 
 /// A tool left out of the catalog, and why.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 pub struct Quarantined {
     /// Tool name (or `"<unnamed #N>"`).
     pub name: String,

@@ -15,7 +15,7 @@ const TABLE: &str = "handshakes";
 pub const HANDSHAKES_KEPT: i64 = 10_000;
 
 /// One handshake, successful or not.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct HandshakeRecord {
     /// Row id; `None` before inserting ([`Store::insert_handshake`] ignores it and returns the new one).
     pub id: Option<i64>,

@@ -29,7 +29,7 @@ pub mod outcome {
 }
 
 /// One downstream request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct TraceRecord {
     /// Row id; `None` before inserting.
     pub id: Option<i64>,

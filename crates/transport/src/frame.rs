@@ -1,8 +1,13 @@
 //! Frame events: every JSON-RPC message crossing a connection, for the live UI.
 //!
-//! A [`Tap`] is cloned into every connection. Publishing checks the receiver count
-//! first, so with no viewer attached the cost is one atomic load and no allocation;
+//! A [`Tap`] is cloned into every connection. Publishing asks the sink whether anyone
+//! listens first, so with no viewer attached the cost is one atomic load and no allocation;
 //! slow viewers lose frames (broadcast lag) instead of slowing the data plane.
+//!
+//! Where frames go is a [`FrameSink`]: the router's event bus (so frames travel on the one
+//! event stream with everything else), or a standalone [`FrameBus`] for tools that have no
+//! bus (the `probe` command). A request the gateway forwards runs inside [`correlated`], so
+//! the upstream frames it causes carry the same correlation id as the client's frame.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,7 +17,7 @@ use switchboard_wire::{Id, Kind, Message};
 use tokio::sync::broadcast;
 
 /// Which way a frame travelled, seen from the router.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Router → peer.
@@ -22,7 +27,7 @@ pub enum Direction {
 }
 
 /// One message on one leg.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct FrameEvent {
     /// `upstream` or `downstream`.
     pub leg: &'static str,
@@ -40,16 +45,56 @@ pub struct FrameEvent {
     pub method: Option<String>,
     /// Id of a request or response.
     pub id: Option<Id>,
+    /// Ties a client's request to the upstream requests it caused (same value on both legs);
+    /// `None` for frames outside any forwarded request (handshakes, list refreshes).
+    pub correlation: Option<u64>,
+    /// The SSE event id the frame arrived with (Streamable HTTP), for resumption.
+    pub sse_id: Option<String>,
+    /// The WebSocket frame number on its connection (one message per frame), counted from 1.
+    pub ws_frame: Option<u64>,
     /// Unix time in microseconds.
     pub at_us: i64,
     /// The message text as sent or received.
+    #[ts(type = "string")]
     pub body: Arc<str>,
 }
 
-/// Fan-out of frame events to any number of viewers.
+/// Where a [`Tap`] publishes.
+pub trait FrameSink: Send + Sync + std::fmt::Debug {
+    /// `true` when somebody would see a frame; must be cheap (one atomic load).
+    fn active(&self) -> bool;
+    /// Takes one frame; must never block.
+    fn publish(&self, frame: FrameEvent);
+}
+
+tokio::task_local! {
+    static CORRELATION: u64;
+}
+
+/// Runs `fut` with `id` as the correlation id of every frame it sends (and of the responses
+/// read on its task).
+pub async fn correlated<F: std::future::Future>(id: u64, fut: F) -> F::Output {
+    CORRELATION.scope(id, fut).await
+}
+
+/// The correlation id of the current task, if it runs inside [`correlated`].
+pub fn current_correlation() -> Option<u64> {
+    CORRELATION.try_with(|c| *c).ok()
+}
+
+/// Fan-out of frame events to any number of viewers, for code that has no event bus.
 #[derive(Debug, Clone)]
 pub struct FrameBus {
     tx: broadcast::Sender<FrameEvent>,
+}
+
+impl FrameSink for broadcast::Sender<FrameEvent> {
+    fn active(&self) -> bool {
+        self.receiver_count() > 0
+    }
+    fn publish(&self, frame: FrameEvent) {
+        let _ = self.send(frame);
+    }
 }
 
 impl FrameBus {
@@ -65,7 +110,7 @@ impl FrameBus {
 
     /// A tap for one connection.
     pub fn tap(&self, leg: &'static str, peer: &str, transport: &'static str) -> Tap {
-        Tap { tx: Some(self.tx.clone()), leg, peer: Arc::from(peer), transport }
+        Tap::new(Arc::new(self.tx.clone()), leg, peer, transport)
     }
 }
 
@@ -75,16 +120,32 @@ impl Default for FrameBus {
     }
 }
 
+/// Where a frame sat in its transport's framing, when the transport knows.
+#[derive(Debug, Clone, Default)]
+pub struct Boundary {
+    /// The correlation id, when the frame is read outside the requesting task.
+    pub correlation: Option<u64>,
+    /// The SSE event id.
+    pub sse_id: Option<String>,
+    /// The WebSocket frame number.
+    pub ws_frame: Option<u64>,
+}
+
 /// The publishing end held by a connection.
 #[derive(Debug, Clone)]
 pub struct Tap {
-    tx: Option<broadcast::Sender<FrameEvent>>,
+    tx: Option<Arc<dyn FrameSink>>,
     leg: &'static str,
     peer: Arc<str>,
     transport: &'static str,
 }
 
 impl Tap {
+    /// A tap for one connection publishing into `sink`.
+    pub fn new(sink: Arc<dyn FrameSink>, leg: &'static str, peer: &str, transport: &'static str) -> Self {
+        Tap { tx: Some(sink), leg, peer: Arc::from(peer), transport }
+    }
+
     /// A tap that publishes nowhere.
     pub fn disabled() -> Self {
         Tap { tx: None, leg: "upstream", peer: Arc::from(""), transport: "" }
@@ -93,7 +154,7 @@ impl Tap {
     /// `true` when at least one viewer is attached.
     #[inline]
     pub fn active(&self) -> bool {
-        self.tx.as_ref().is_some_and(|t| t.receiver_count() > 0)
+        self.tx.as_ref().is_some_and(|t| t.active())
     }
 
     /// Publishes a frame; `bytes` is the message as it went over the wire.
@@ -102,14 +163,23 @@ impl Tap {
         if !self.active() {
             return;
         }
-        self.publish(direction, msg, bytes);
+        self.publish(direction, msg, bytes, Boundary::default());
+    }
+
+    /// [`Tap::record`] with where the frame sat in its transport's framing.
+    #[inline]
+    pub fn record_framed(&self, direction: Direction, msg: &Message, bytes: &[u8], at: Boundary) {
+        if !self.active() {
+            return;
+        }
+        self.publish(direction, msg, bytes, at);
     }
 
     #[cold]
-    fn publish(&self, direction: Direction, msg: &Message, bytes: &[u8]) {
+    fn publish(&self, direction: Direction, msg: &Message, bytes: &[u8], at: Boundary) {
         let Some(tx) = &self.tx else { return };
         let at_us = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
-        let _ = tx.send(FrameEvent {
+        tx.publish(FrameEvent {
             leg: self.leg,
             peer: self.peer.clone(),
             transport: self.transport,
@@ -118,6 +188,9 @@ impl Tap {
             kind: msg.kind(),
             method: msg.method().map(str::to_owned),
             id: msg.id(),
+            correlation: at.correlation.or_else(current_correlation),
+            sse_id: at.sse_id,
+            ws_frame: at.ws_frame,
             at_us,
             body: Arc::from(String::from_utf8_lossy(bytes).as_ref()),
         });

@@ -25,5 +25,5 @@ pub mod ws;
 pub use client::{ConnectOptions, Handshake, HandshakeFailure, McpClient};
 pub use error::Error;
 pub use exchange::Exchange;
-pub use frame::{Direction, FrameBus, FrameEvent, Tap};
+pub use frame::{Boundary, Direction, FrameBus, FrameEvent, FrameSink, Tap, correlated, current_correlation};
 pub use upstream::{TransportKind, Upstream, UpstreamEvent, UpstreamStatus};

@@ -34,7 +34,7 @@ impl TransportKind {
 }
 
 /// Lifecycle events of the connection underneath an upstream.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum UpstreamEvent {

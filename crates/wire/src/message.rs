@@ -11,11 +11,11 @@ use serde_json::{Map, Number, Value};
 use crate::{error_code, meta, method};
 
 /// A JSON-RPC request id: a string or a number (JSON-RPC forbids `null` on requests).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(untagged)]
 pub enum Id {
     /// A numeric id, kept as the JSON number it was (`1` and `1.0` stay distinct).
-    Number(Number),
+    Number(#[ts(type = "number")] Number),
     /// A string id.
     String(String),
 }
@@ -67,7 +67,7 @@ impl std::fmt::Display for Id {
 }
 
 /// What a JSON-RPC message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// Has `method` and `id`.

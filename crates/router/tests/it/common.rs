@@ -106,7 +106,7 @@ pub fn cmd_spec(name: &str, command: &str, args: &[&str]) -> ServerSpec {
 pub struct Harness {
     pub registry: Registry,
     pub store: Store,
-    pub events: tokio::sync::broadcast::Receiver<Arc<Event>>,
+    pub events: switchboard_router::Subscription,
     _dir: tempfile::TempDir,
 }
 
@@ -127,7 +127,7 @@ pub fn fast() -> RegistryConfig {
 
 /// Waits for an event matching `pred`, failing after 30 s.
 pub async fn expect_event(
-    rx: &mut tokio::sync::broadcast::Receiver<Arc<Event>>,
+    rx: &mut switchboard_router::Subscription,
     what: &str,
     pred: impl Fn(&Event) -> bool,
 ) -> Arc<Event> {
