@@ -1,53 +1,57 @@
-//! The flow engine's view of the router: tools resolved by namespaced name
-//! (`server__tool`) or by a server's capability label, and called through the registry's
-//! connections with progress relayed and cancellation sent upstream.
+//! The flow engine's view of the router: tools resolved through the router's one routing
+//! seam ([`switchboard_router::route`]) — by exposed or `server<sep>tool` name with the
+//! configured separator, or by a server's capability label — and called through the
+//! registry's connections with progress relayed and cancellation sent upstream.
 
 use serde_json::{Value, json};
 use switchboard_flow::error::InvokeError;
 use switchboard_flow::invoker::{ProgressSink, ToolBinding, ToolInfo, ToolInvoker, ToolOutput};
-use switchboard_router::{Registry, ServerState};
+use switchboard_router::federation::FederationConfig;
+use switchboard_router::{Registry, Route, RouteCache, Target};
 use switchboard_transport::client::ClientError;
 use tokio_util::sync::CancellationToken;
-
-/// Separator between server and tool names in a namespaced tool name.
-pub const SEPARATOR: &str = "__";
 
 /// [`ToolInvoker`] over the registry.
 #[derive(Clone)]
 pub struct RegistryInvoker {
     registry: Registry,
+    federation: FederationConfig,
+    routes: RouteCache,
 }
 
 impl RegistryInvoker {
-    /// Wraps a registry.
+    /// Wraps a registry, naming tools with the default federation settings.
     pub fn new(registry: Registry) -> Self {
-        RegistryInvoker { registry }
+        RegistryInvoker::with_federation(registry, FederationConfig::default())
     }
 
-    fn info(&self, server: &str, tool: &str) -> Result<ToolInfo, InvokeError> {
-        let entry = self
-            .registry
-            .entry(server)
-            .ok_or_else(|| InvokeError::Unresolved(format!("no server named {server:?}")))?;
-        let (state, reason) = entry.state();
-        if state != ServerState::Ready {
-            return Err(InvokeError::Unresolved(format!(
-                "server {server:?} is {} ({reason})",
-                state.as_str()
-            )));
-        }
-        let catalog = entry.catalog();
-        let t = catalog.tool(tool).ok_or_else(|| {
-            let q = catalog.quarantined.iter().find(|q| q.name == tool);
-            InvokeError::Unresolved(match q {
-                Some(q) => format!("tool {tool:?} of server {server:?} is quarantined: {}", q.error),
-                None => format!("server {server:?} has no tool {tool:?}"),
-            })
-        })?;
+    /// Wraps a registry, naming tools as the endpoint does under `federation` (prefix mode and
+    /// separator).
+    pub fn with_federation(registry: Registry, federation: FederationConfig) -> Self {
+        RegistryInvoker { registry, federation, routes: RouteCache::default() }
+    }
+
+    fn route(&self, target: Target<'_>) -> Result<Route, InvokeError> {
+        self.routes
+            .get(&self.registry, &self.federation)
+            .route(target, None)
+            .map_err(|e| InvokeError::Unresolved(e.to_string()))
+    }
+
+    fn info(&self, route: &Route) -> Result<ToolInfo, InvokeError> {
+        let table = self.routes.get(&self.registry, &self.federation);
+        let tool = table.catalogs.get(&route.server).and_then(|c| c.tool(&route.upstream_name)).ok_or_else(
+            || {
+                InvokeError::Unresolved(format!(
+                    "server {:?} has no tool {:?}",
+                    route.server, route.upstream_name
+                ))
+            },
+        )?;
         Ok(ToolInfo {
-            name: format!("{server}{SEPARATOR}{tool}"),
-            input_schema: t.raw.get("inputSchema").cloned().unwrap_or(json!({"type": "object"})),
-            output_schema: t.raw.get("outputSchema").cloned(),
+            name: route.exposed_name.clone(),
+            input_schema: tool.raw.get("inputSchema").cloned().unwrap_or(json!({"type": "object"})),
+            output_schema: tool.raw.get("outputSchema").cloned(),
         })
     }
 }
@@ -55,59 +59,16 @@ impl RegistryInvoker {
 #[async_trait::async_trait]
 impl ToolInvoker for RegistryInvoker {
     fn resolve(&self, binding: &ToolBinding) -> Result<ToolInfo, InvokeError> {
-        match (&binding.capability, &binding.tool) {
-            (None, Some(name)) => {
-                let (server, tool) = name.split_once(SEPARATOR).ok_or_else(|| {
-                    InvokeError::Unresolved(format!(
-                        "tool {name:?} is not namespaced (write SERVER{SEPARATOR}TOOL or give a capability)"
-                    ))
-                })?;
-                self.info(server, tool)
-            }
-            (Some(cap), tool) => {
-                let servers: Vec<_> = self
-                    .registry
-                    .servers()
-                    .into_iter()
-                    .filter(|v| v.labels.iter().any(|l| l == cap))
-                    .collect();
-                if servers.is_empty() {
-                    return Err(InvokeError::Unresolved(format!(
-                        "no server has the capability label {cap:?}"
-                    )));
-                }
-                let mut candidates = Vec::new();
-                let mut why = Vec::new();
-                for v in &servers {
-                    let names: Vec<&String> = match tool {
-                        Some(t) => v.tools.iter().filter(|n| *n == t).collect(),
-                        None => v.tools.iter().collect(),
-                    };
-                    if v.state != ServerState::Ready {
-                        why.push(format!("{} is {} ({})", v.name, v.state.as_str(), v.reason));
-                        continue;
-                    }
-                    for n in names {
-                        candidates.push((v.name.clone(), n.clone()));
-                    }
-                }
-                match candidates.as_slice() {
-                    [(server, tool)] => self.info(server, tool),
-                    [] => Err(InvokeError::Unresolved(format!(
-                        "no ready server with capability {cap:?} offers {}{}",
-                        tool.as_deref().map_or("a tool".to_owned(), |t| format!("tool {t:?}")),
-                        if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
-                    ))),
-                    many => Err(InvokeError::Unresolved(format!(
-                        "capability {cap:?} is ambiguous: {}",
-                        many.iter().map(|(s, t)| format!("{s}{SEPARATOR}{t}")).collect::<Vec<_>>().join(", ")
-                    ))),
-                }
-            }
+        let target = match (&binding.capability, &binding.tool) {
+            (None, Some(name)) => Target::Tool(name),
+            (Some(label), tool) => Target::Capability { label, tool: tool.as_deref() },
             (None, None) => {
-                Err(InvokeError::Unresolved("the binding names neither a tool nor a capability".into()))
+                return Err(InvokeError::Unresolved(
+                    "the binding names neither a tool nor a capability".into(),
+                ));
             }
-        }
+        };
+        self.info(&self.route(target)?)
     }
 
     async fn call(
@@ -117,9 +78,8 @@ impl ToolInvoker for RegistryInvoker {
         progress: ProgressSink,
         cancel: CancellationToken,
     ) -> Result<ToolOutput, InvokeError> {
-        let (server, name) = tool
-            .split_once(SEPARATOR)
-            .ok_or_else(|| InvokeError::Unresolved(format!("tool {tool:?} is not namespaced")))?;
+        let route = self.route(Target::Tool(tool))?;
+        let (server, name) = (route.server.as_str(), route.upstream_name.as_str());
         let entry = self
             .registry
             .entry(server)

@@ -9,8 +9,10 @@
 //! every change. Everything observable is published on the [`events::EventBus`] and, where
 //! useful, persisted through `switchboard-store`.
 //!
-//! The data plane (federated endpoint, scheduling) builds on [`registry::Registry`] but
-//! lives elsewhere: this crate only knows about upstreams.
+//! Which upstream a call goes to is decided in one place, [`route::RouteTable::route`]: the
+//! gateway's endpoint, its traces and the flow invoker all ask it, and the scheduler will
+//! live behind it. The rest of the data plane (the federated endpoint) lives in the gateway
+//! crate: this crate only knows about upstreams and where a name leads.
 
 pub mod catalog;
 pub mod config;
@@ -18,9 +20,11 @@ pub mod error;
 pub mod events;
 pub mod federation;
 pub mod registry;
+pub mod route;
 pub mod schema;
 
 pub use config::{RegistryConfig, ServerSpec, TransportSpec};
 pub use error::Error;
 pub use events::{CatalogDiff, Event, EventBus, EventKind, Filter, Subscription};
 pub use registry::{Registry, ServerState, ServerView};
+pub use route::{Route, RouteCache, RouteError, RouteTable, Target};
