@@ -67,6 +67,15 @@ pub enum Error {
         /// The request id.
         id: String,
     },
+    /// The caller stopped reading this request's messages until its buffer was full. Only
+    /// this request fails (and is cancelled upstream); the connection and other calls go on.
+    #[error(
+        "the caller fell behind: {buffered} messages of this request were waiting unread, so it was cancelled"
+    )]
+    SlowConsumer {
+        /// How many messages were buffered.
+        buffered: usize,
+    },
     /// No answer in time.
     #[error("no response within {0:?}")]
     Timeout(Duration),
