@@ -22,6 +22,16 @@ pub enum Error {
         /// Where the second definition came from.
         second: String,
     },
+    /// A server of that name is already registered (or being added).
+    #[error(
+        "a server named {name:?} already exists (from {existing}); remove it first or choose another name"
+    )]
+    AlreadyExists {
+        /// The name.
+        name: String,
+        /// Where the registered server came from.
+        existing: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] switchboard_store::Error),

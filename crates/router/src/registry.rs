@@ -7,8 +7,8 @@
 //! reconnect). Every state change carries its reason; every handshake, successful or
 //! not, becomes a record in the store and an event on the bus.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -23,7 +23,7 @@ use switchboard_transport::{
     UpstreamStatus,
 };
 use switchboard_wire::{Era, ErrorObject, Message, error_code, method};
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, OnceCell, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -116,9 +116,15 @@ pub struct ServerEntry {
     cancel: CancellationToken,
     refresh_now: Notify,
     /// Extra 2025-11-25 HTTP sessions, one per set of client capabilities (see
-    /// [`Registry::client_for`]).
-    sessions: tokio::sync::Mutex<HashMap<String, Arc<McpClient>>>,
+    /// [`Registry::client_for`]). The lock is held only to find or insert a slot, never
+    /// across a handshake: concurrent callers with the same capabilities share the slot's
+    /// one handshake, callers with other capabilities do not wait for it.
+    sessions: Mutex<HashMap<String, Arc<SessionSlot>>>,
 }
+
+/// One per-capability session: empty while its handshake runs, then the client (or `None`
+/// when the handshake failed, so callers fall back to the shared connection).
+type SessionSlot = OnceCell<Option<Arc<McpClient>>>;
 
 fn read<T: Clone>(l: &RwLock<T>) -> T {
     l.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -206,6 +212,22 @@ struct Inner {
     tracker: TaskTracker,
     cancel: CancellationToken,
     changed: Notify,
+    /// Names of servers being added (between the name check and the insertion, which awaits
+    /// the store); guarded together with the check, so a name is claimed atomically.
+    adding: Mutex<HashSet<String>>,
+}
+
+/// A name claimed by an [`Registry::add`] in progress; released when dropped (the add
+/// finished, failed or was cancelled).
+struct NameReservation<'a> {
+    adding: &'a Mutex<HashSet<String>>,
+    name: String,
+}
+
+impl Drop for NameReservation<'_> {
+    fn drop(&mut self) {
+        self.adding.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.name);
+    }
 }
 
 /// The registry handle (cheap to clone).
@@ -228,31 +250,58 @@ impl Registry {
             return Some(shared);
         }
         let key = caps.to_string();
-        let mut sessions = entry.sessions.lock().await;
-        if let Some(c) = sessions.get(&key) {
-            if c.upstream().status().connected {
-                return Some(c.clone());
+        // A session found disconnected is replaced once; a second one going down at once is
+        // not worth another handshake on this call.
+        for _ in 0..2 {
+            let slot = {
+                let mut sessions = entry.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                match sessions.get(&key) {
+                    Some(slot) => slot.clone(),
+                    None if sessions.len() >= MAX_CAPABILITY_SESSIONS => return Some(shared),
+                    None => sessions.entry(key.clone()).or_default().clone(),
+                }
+            };
+            let session = slot
+                .get_or_init(|| async {
+                    let c = self.capability_session(&entry, url, headers, caps).await;
+                    if c.is_none() {
+                        // Failed: later callers try again instead of finding the failure.
+                        forget_slot(&entry, &key, &slot);
+                    }
+                    c
+                })
+                .await;
+            match session {
+                Some(c) if c.upstream().status().connected => return Some(c.clone()),
+                Some(_) => forget_slot(&entry, &key, &slot),
+                None => return Some(shared),
             }
-            sessions.remove(&key);
         }
-        if sessions.len() >= MAX_CAPABILITY_SESSIONS {
-            return Some(shared);
-        }
-        let mut cfg = HttpConfig::new(url.clone());
+        Some(shared)
+    }
+
+    /// Opens a 2025-11-25 HTTP session that declares `caps` (see [`Registry::client_for`]).
+    async fn capability_session(
+        &self,
+        entry: &ServerEntry,
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        caps: &Value,
+    ) -> Option<Arc<McpClient>> {
+        let mut cfg = HttpConfig::new(url.to_owned());
         cfg.headers = headers.clone();
         let tap = self.inner.frames.tap("upstream", &entry.spec.name, "http");
-        let Ok(up) = HttpUpstream::new(cfg, tap, entry.cancel.child_token()) else { return Some(shared) };
-        let mut options = self.inner.connect_options(&entry);
+        let up = HttpUpstream::new(cfg, tap, entry.cancel.child_token()).ok()?;
+        let mut options = self.inner.connect_options(entry);
         options.client_capabilities = caps.clone();
         options.era_hint = Some(Era::Legacy);
         match McpClient::connect(up as Arc<dyn Upstream>, options).await {
             Ok(c) if c.era() == Era::Legacy => {
                 let c = Arc::new(c);
                 open_logging(&c).await;
-                sessions.insert(key, c.clone());
                 Some(c)
             }
-            Ok(_) | Err(_) => Some(shared),
+            Ok(_) | Err(_) => None,
         }
     }
 
@@ -282,6 +331,7 @@ impl Registry {
                 tracker: TaskTracker::new(),
                 cancel,
                 changed: Notify::new(),
+                adding: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -297,18 +347,14 @@ impl Registry {
     }
 
     /// Registers a server and starts connecting to it. Returns its id.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when a server of that name is registered or being added (the
+    /// name is reserved before anything is awaited, so of two concurrent adds of one name
+    /// exactly one succeeds), [`Error::Store`] when it cannot be persisted.
     pub async fn add(&self, spec: ServerSpec) -> Result<String, Error> {
         let id = spec.server_id();
-        {
-            let servers = self.inner.servers.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(existing) = servers.values().find(|e| e.spec.name == spec.name) {
-                return Err(Error::DuplicateName {
-                    name: spec.name.clone(),
-                    first: existing.spec.source.clone(),
-                    second: spec.source.clone(),
-                });
-            }
-        }
+        let _reservation = self.inner.reserve_name(&spec)?;
         let mut era_hint = None;
         let reason = if spec.enabled { "registered; connecting" } else { "disabled in configuration" };
         if let Some(store) = &self.inner.store {
@@ -343,8 +389,9 @@ impl Registry {
             era: RwLock::new(era_hint),
             cancel: self.inner.cancel.child_token(),
             refresh_now: Notify::new(),
-            sessions: tokio::sync::Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
         });
+        // Inserted before the reservation is released (on return), so the name is never free in between.
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
         self.inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         if entry.spec.enabled {
@@ -454,6 +501,14 @@ impl Registry {
     }
 }
 
+/// Removes `slot` from `entry`'s sessions if it is still the one stored under `key`.
+fn forget_slot(entry: &ServerEntry, key: &str, slot: &Arc<SessionSlot>) {
+    let mut sessions = entry.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+    if sessions.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+        sessions.remove(key);
+    }
+}
+
 fn parse_era(s: &str) -> Option<Era> {
     match s {
         "modern" => Some(Era::Modern),
@@ -463,6 +518,23 @@ fn parse_era(s: &str) -> Option<Era> {
 }
 
 impl Inner {
+    /// Claims `spec`'s name for an add in progress, or says who has it.
+    fn reserve_name(&self, spec: &ServerSpec) -> Result<NameReservation<'_>, Error> {
+        let mut adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let existing = {
+            let servers = self.servers.read().unwrap_or_else(PoisonError::into_inner);
+            servers.values().find(|e| e.spec.name == spec.name).map(|e| e.spec.source.clone())
+        };
+        if existing.is_some() || adding.contains(&spec.name) {
+            return Err(Error::AlreadyExists {
+                name: spec.name.clone(),
+                existing: existing.unwrap_or_else(|| "an add still in progress".to_owned()),
+            });
+        }
+        adding.insert(spec.name.clone());
+        Ok(NameReservation { adding: &self.adding, name: spec.name.clone() })
+    }
+
     async fn set_state(&self, entry: &ServerEntry, to: ServerState, reason: impl Into<String>) {
         let reason = reason.into();
         let from = {
