@@ -1,11 +1,16 @@
 //! The registry: one supervised connection per configured server.
 //!
 //! For each server a task connects (era negotiation, handshake), lists its catalog,
-//! and then watches it: periodic refreshes (shortened by `ttlMs`), `list_changed`
+//! and then watches it: periodic refreshes at the configured period, `list_changed`
 //! notifications (the legacy notification, or a `subscriptions/listen` stream on
 //! 2026-07-28 servers), process restarts (re-handshake), and failures (backoff and
 //! reconnect). Every state change carries its reason; every handshake, successful or
 //! not, becomes a record in the store and an event on the bus.
+//!
+//! A list's `ttlMs` says how long it may be cached, not how often to poll (built-in servers
+//! answer `ttlMs: 0`): a caller that needs a list younger than that asks for it with
+//! [`Registry::refresh_if_stale`], and such requests coalesce into one listing per server.
+//! A listing that changes nothing is not an event (and logs at DEBUG).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -115,11 +120,27 @@ pub struct ServerEntry {
     era: RwLock<Option<Era>>,
     cancel: CancellationToken,
     refresh_now: Notify,
+    /// Serialises listings (periodic, `list_changed`, manual, on demand): one in flight.
+    listing: tokio::sync::Mutex<()>,
+    /// The outcome of the last completed listing.
+    listed: Mutex<Listed>,
     /// Extra 2025-11-25 HTTP sessions, one per set of client capabilities (see
     /// [`Registry::client_for`]). The lock is held only to find or insert a slot, never
     /// across a handshake: concurrent callers with the same capabilities share the slot's
     /// one handshake, callers with other capabilities do not wait for it.
     sessions: Mutex<HashMap<String, Arc<SessionSlot>>>,
+}
+
+/// The outcome of a server's last completed listing.
+#[derive(Debug, Clone, Default)]
+struct Listed {
+    /// Bumped by every completed listing, successful or not: a caller that waited for a
+    /// listing in flight sees it changed and takes that listing's outcome.
+    attempts: u64,
+    /// When the catalog was last listed successfully (tokio time).
+    at: Option<tokio::time::Instant>,
+    /// Why the last listing failed, if it did.
+    failure: Option<String>,
 }
 
 /// One per-capability session: empty while its handshake runs, then the client (or `None`
@@ -149,6 +170,10 @@ impl ServerEntry {
     /// The last catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         read(&self.catalog)
+    }
+
+    fn listed(&self) -> Listed {
+        self.listed.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     fn view(&self) -> ServerView {
@@ -389,6 +414,8 @@ impl Registry {
             era: RwLock::new(era_hint),
             cancel: self.inner.cancel.child_token(),
             refresh_now: Notify::new(),
+            listing: tokio::sync::Mutex::new(()),
+            listed: Mutex::new(Listed::default()),
             sessions: Mutex::new(HashMap::new()),
         });
         // Inserted before the reservation is released (on return), so the name is never free in between.
@@ -444,6 +471,51 @@ impl Registry {
         let mut v: Vec<ServerView> = servers.values().map(|e| e.view()).collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
+    }
+
+    /// Re-lists a server's catalog if its last listing is older than `max_age`, and returns
+    /// the catalog.
+    ///
+    /// A list's `ttlMs` ([`Catalog::ttl`]) says how long it may be cached, not how often to
+    /// poll: the registry re-lists on its own only at the configured period and on
+    /// `list_changed`. A caller that needs a list no older than its `ttlMs` calls this.
+    /// Calls coalesce: at most one listing per server is in flight, and a caller that arrives
+    /// while one runs waits for it and takes its outcome instead of starting another.
+    ///
+    /// # Errors
+    /// [`Error::UnknownServer`]; [`Error::NotConnected`] when the server has no live
+    /// connection (with its caller-facing state reason); [`Error::Refresh`] when the listing
+    /// failed.
+    pub async fn refresh_if_stale(&self, id_or_name: &str, max_age: Duration) -> Result<Arc<Catalog>, Error> {
+        let entry =
+            self.entry(id_or_name).ok_or_else(|| Error::UnknownServer { name: id_or_name.to_owned() })?;
+        let seen = entry.listed();
+        if seen.at.is_some_and(|at| at.elapsed() <= max_age) {
+            return Ok(entry.catalog());
+        }
+        let _listing = entry.listing.lock().await;
+        let now = entry.listed();
+        if now.attempts != seen.attempts {
+            // A listing finished while this caller waited: it is as fresh as one started now.
+            return match now.failure {
+                None => Ok(entry.catalog()),
+                Some(reason) => Err(Error::Refresh { server: entry.spec.name.clone(), reason }),
+            };
+        }
+        let client = entry.client().ok_or_else(|| {
+            let (state, reason) = entry.state();
+            Error::NotConnected { server: entry.spec.name.clone(), state: state.as_str(), reason }
+        })?;
+        match refresh_locked(&self.inner, &entry, &client, "on_demand").await {
+            Ok(n) => {
+                if entry.state().0 != ServerState::Ready {
+                    let q = entry.catalog().quarantined.len();
+                    self.inner.set_state(&entry, ServerState::Ready, ready_reason(&client, n, q)).await;
+                }
+                Ok(entry.catalog())
+            }
+            Err(e) => Err(Error::Refresh { server: entry.spec.name.clone(), reason: e.to_string() }),
+        }
     }
 
     /// Asks a server to relist its catalog now.
@@ -704,13 +776,63 @@ pub async fn list_catalog(client: &McpClient) -> Result<Catalog, ClientError> {
     })
 }
 
+/// Lists a server's catalog, after any listing already in flight.
 async fn refresh(
     inner: &Inner,
     entry: &ServerEntry,
     client: &McpClient,
     trigger: &str,
 ) -> Result<usize, ClientError> {
+    let _listing = entry.listing.lock().await;
+    refresh_locked(inner, entry, client, trigger).await
+}
+
+/// Lists a server's catalog; the caller holds `entry.listing`. Records the outcome.
+async fn refresh_locked(
+    inner: &Inner,
+    entry: &ServerEntry,
+    client: &McpClient,
+    trigger: &str,
+) -> Result<usize, ClientError> {
+    let outcome = list_and_publish(inner, entry, client, trigger).await;
+    let mut listed = entry.listed.lock().unwrap_or_else(PoisonError::into_inner);
+    listed.attempts += 1;
+    match &outcome {
+        Ok(_) => {
+            listed.at = Some(tokio::time::Instant::now());
+            listed.failure = None;
+        }
+        Err(e) => listed.failure = Some(e.to_string()),
+    }
+    outcome
+}
+
+/// `true` when two catalogs offer the same lists (the fetch time and `ttlMs` aside).
+fn same_lists(a: &Catalog, b: &Catalog) -> bool {
+    a.tools.len() == b.tools.len()
+        && a.tools.iter().zip(&b.tools).all(|(x, y)| x.raw == y.raw)
+        && a.quarantined == b.quarantined
+        && a.resources == b.resources
+        && a.resource_templates == b.resource_templates
+        && a.prompts == b.prompts
+}
+
+/// Lists a server's catalog and, when it changed (or on connect), stores a snapshot, bumps
+/// the registry version and publishes it.
+async fn list_and_publish(
+    inner: &Inner,
+    entry: &ServerEntry,
+    client: &McpClient,
+    trigger: &str,
+) -> Result<usize, ClientError> {
     let catalog = list_catalog(client).await?;
+    if trigger != "connect" && same_lists(&entry.catalog(), &catalog) {
+        // Nothing a caller could notice: keep the newer fetch time and ttl, say nothing above DEBUG.
+        let count = catalog.tools.len();
+        tracing::debug!(server = %entry.spec.name, %trigger, tools = count, "catalog unchanged");
+        write(&entry.catalog, Arc::new(catalog));
+        return Ok(count);
+    }
     for q in &catalog.quarantined {
         tracing::warn!(server = %entry.spec.name, tool = %q.name, error = %q.error, "tool quarantined: its schema does not compile");
     }
@@ -967,9 +1089,8 @@ async fn connect_and_watch(
     }
     let mut listen = open_listen(&client).await;
     loop {
-        let cat = entry.catalog();
-        let period = entry.spec.refresh_interval.unwrap_or(inner.config.refresh_interval);
-        let period = cat.ttl.map_or(period, |t| t.min(period)).max(MIN_REFRESH);
+        // `ttlMs` is how long a list may be cached, not a polling period (see the module docs).
+        let period = entry.spec.refresh_interval.unwrap_or(inner.config.refresh_interval).max(MIN_REFRESH);
         let mut trigger: Option<&str> = None;
         tokio::select! {
             _ = entry.cancel.cancelled() => return Next::Stop,

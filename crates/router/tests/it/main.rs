@@ -7,3 +7,4 @@ mod common;
 mod concurrency;
 mod lifecycle;
 mod peers;
+mod refresh;
