@@ -7,6 +7,10 @@
 //! reconnect). Every state change carries its reason; every handshake, successful or
 //! not, becomes a record in the store and an event on the bus.
 //!
+//! A state has two explanations: [`ServerView::reason`] is fit for callers (it may go into
+//! an error a client receives), [`ServerView::detail`] is the operator's (it adds the
+//! server's stderr tail, which can hold secrets, and is what logs, events and the store keep).
+//!
 //! A list's `ttlMs` says how long it may be cached, not how often to poll (built-in servers
 //! answer `ttlMs: 0`): a caller that needs a list younger than that asks for it with
 //! [`Registry::refresh_if_stale`], and such requests coalesce into one listing per server.
@@ -79,8 +83,12 @@ pub struct ServerView {
     pub labels: Vec<String>,
     /// State.
     pub state: ServerState,
-    /// Why it is in that state.
+    /// Why it is in that state, fit for callers: never the server's stderr.
     pub reason: String,
+    /// Operator detail of `reason` (the same plus the last stderr lines of a stdio server),
+    /// when there is more to say. Can hold secrets: logs, events, the store and
+    /// `switchboard servers` show it; it never goes into an error sent to a caller.
+    pub detail: Option<String>,
     /// Since when (unix ms).
     pub since_ms: i64,
     /// Era spoken, once known.
@@ -97,13 +105,16 @@ pub struct ServerView {
     pub resources: usize,
     /// Number of prompts.
     pub prompts: usize,
-    /// Connection details (pid, restarts, memory, stderr tail, session).
+    /// Connection details (pid, restarts, memory, stderr tail, session): operator detail.
     pub status: UpstreamStatus,
 }
 
 struct StateCell {
     state: ServerState,
+    /// Caller-facing.
     reason: String,
+    /// Operator-facing (may hold stderr).
+    detail: Option<String>,
     since_ms: i64,
 }
 
@@ -156,10 +167,16 @@ fn write<T>(l: &RwLock<T>, v: T) {
 }
 
 impl ServerEntry {
-    /// Current state and reason.
+    /// Current state and its caller-facing reason (no stderr; see [`ServerView::reason`]).
     pub fn state(&self) -> (ServerState, String) {
         let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
         (s.state, s.reason.clone())
+    }
+
+    /// Operator detail of the current state (see [`ServerView::detail`]): never send it to a
+    /// caller.
+    pub fn detail(&self) -> Option<String> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner).detail.clone()
     }
 
     /// The handshaken client, when connected.
@@ -189,6 +206,7 @@ impl ServerEntry {
             labels: self.spec.labels.clone(),
             state: s.state,
             reason: s.reason.clone(),
+            detail: s.detail.clone(),
             since_ms: s.since_ms,
             era: read(&self.era),
             protocol_version: hs.as_ref().map(|h| h.protocol_version.clone()),
@@ -406,6 +424,7 @@ impl Registry {
             state: RwLock::new(StateCell {
                 state: ServerState::Pending,
                 reason: reason.to_owned(),
+                detail: None,
                 since_ms: now_ms(),
             }),
             client: RwLock::new(None),
@@ -581,6 +600,17 @@ fn forget_slot(entry: &ServerEntry, key: &str, slot: &Arc<SessionSlot>) {
     }
 }
 
+/// Lines of a stderr tail kept in an operator detail.
+const DETAIL_STDERR_LINES: usize = 5;
+
+/// `reason` with the last lines of `stderr` appended, for the operator; `None` when the
+/// process said nothing.
+fn with_stderr(reason: &str, stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let last = &lines[lines.len().saturating_sub(DETAIL_STDERR_LINES)..];
+    (!last.is_empty()).then(|| format!("{reason}; stderr: {}", last.join(" | ")))
+}
+
 fn parse_era(s: &str) -> Option<Era> {
     match s {
         "modern" => Some(Era::Modern),
@@ -608,30 +638,43 @@ impl Inner {
     }
 
     async fn set_state(&self, entry: &ServerEntry, to: ServerState, reason: impl Into<String>) {
-        let reason = reason.into();
+        self.set_state_detailed(entry, to, reason.into(), None).await;
+    }
+
+    /// Changes a server's state. `reason` is caller-facing; `detail` (with stderr) is the
+    /// operator's: the log line, the event and the stored state carry it.
+    async fn set_state_detailed(
+        &self,
+        entry: &ServerEntry,
+        to: ServerState,
+        reason: String,
+        detail: Option<String>,
+    ) {
         let from = {
             let mut s = entry.state.write().unwrap_or_else(PoisonError::into_inner);
-            if s.state == to && s.reason == reason {
+            if s.state == to && s.reason == reason && s.detail == detail {
                 return;
             }
             let from = s.state;
             s.state = to;
             s.reason = reason.clone();
+            s.detail = detail.clone();
             s.since_ms = now_ms();
             from
         };
+        let operator = detail.unwrap_or(reason);
         self.version.fetch_add(1, std::sync::atomic::Ordering::Release);
-        tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), %reason, "server state");
+        tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), reason = %operator, "server state");
         self.events.publish(Event::ServerState {
             server_id: entry.id.clone(),
             server: entry.spec.name.clone(),
             from: from.as_str().to_owned(),
             to: to.as_str().to_owned(),
-            reason: reason.clone(),
+            reason: operator.clone(),
             at_ms: now_ms(),
         });
         if let Some(store) = &self.store
-            && let Err(e) = store.set_server_state(&entry.id, to.as_str(), Some(&reason), now_ms()).await
+            && let Err(e) = store.set_server_state(&entry.id, to.as_str(), Some(&operator), now_ms()).await
         {
             tracing::warn!(error = %e, "could not persist server state");
         }
@@ -949,7 +992,8 @@ async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
                             && !s.status().connected =>
                     {
                         // The supervisor gave up (crash loop): nothing to retry until removed.
-                        inner.set_state(&entry, ServerState::Unavailable, detail).await;
+                        let operator = with_stderr(&detail, &s.status().stderr_tail.join("\n"));
+                        inner.set_state_detailed(&entry, ServerState::Unavailable, detail, operator).await;
                         entry.cancel.cancelled().await;
                         break;
                     }
@@ -1112,10 +1156,11 @@ async fn connect_and_watch(
             },
             e = events.recv() => match e {
                 Ok(UpstreamEvent::Exited { status, stderr_tail, .. }) => {
-                    let tail = stderr_tail.lines().last().unwrap_or_default().to_owned();
-                    let why = if tail.is_empty() { format!("process exited ({status}); restarting") } else { format!("process exited ({status}): {tail}; restarting") };
+                    // Callers see the exit status; the operator also sees what the process said.
+                    let why = format!("process exited ({status}); restarting");
+                    let operator = with_stderr(&why, &stderr_tail);
                     write(&entry.client, None);
-                    inner.set_state(entry, ServerState::Degraded, why.clone()).await;
+                    inner.set_state_detailed(entry, ServerState::Degraded, why.clone(), operator).await;
                     if up.kind() != switchboard_transport::TransportKind::Stdio {
                         return Next::Reconnect(why);
                     }
@@ -1124,9 +1169,10 @@ async fn connect_and_watch(
                     // A restarted process needs a new handshake.
                     return Next::Reconnect("process restarted".into());
                 }
-                Ok(UpstreamEvent::GaveUp { reason }) => {
+                Ok(UpstreamEvent::GaveUp { reason, stderr_tail }) => {
                     write(&entry.client, None);
-                    inner.set_state(entry, ServerState::Unavailable, reason).await;
+                    let operator = with_stderr(&reason, &stderr_tail);
+                    inner.set_state_detailed(entry, ServerState::Unavailable, reason, operator).await;
                     entry.cancel.cancelled().await;
                     return Next::Stop;
                 }
