@@ -18,7 +18,7 @@ use crate::Error;
 
 /// Default period of catalog refreshes.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
-/// Shortest refresh period accepted (a tiny `ttlMs` must not become a busy loop).
+/// Shortest refresh period accepted.
 pub const MIN_REFRESH: Duration = Duration::from_secs(1);
 /// Default handshake timeout.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,7 +28,9 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How the registry behaves, whatever the servers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegistryConfig {
-    /// Catalog refresh period (shortened by a server's `ttlMs`).
+    /// Catalog refresh period. A server's `ttlMs` does not shorten it: it says how long a
+    /// list may be cached, and callers that need a younger list use
+    /// [`crate::Registry::refresh_if_stale`].
     pub refresh_interval: Duration,
     /// Limit of each handshake step.
     pub handshake_timeout: Duration,

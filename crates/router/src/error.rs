@@ -22,6 +22,40 @@ pub enum Error {
         /// Where the second definition came from.
         second: String,
     },
+    /// A server of that name is already registered (or being added).
+    #[error(
+        "a server named {name:?} already exists (from {existing}); remove it first or choose another name"
+    )]
+    AlreadyExists {
+        /// The name.
+        name: String,
+        /// Where the registered server came from.
+        existing: String,
+    },
+    /// No server of that id or name is registered.
+    #[error("no server named {name:?}")]
+    UnknownServer {
+        /// The id or name asked for.
+        name: String,
+    },
+    /// The server has no live connection.
+    #[error("server {server:?} is not connected ({state}: {reason})")]
+    NotConnected {
+        /// The server's name.
+        server: String,
+        /// Its state.
+        state: &'static str,
+        /// Why, as callers may see it (no stderr).
+        reason: String,
+    },
+    /// Listing a server's catalog failed.
+    #[error("listing the catalog of server {server:?} failed: {reason}")]
+    Refresh {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] switchboard_store::Error),

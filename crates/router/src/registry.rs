@@ -1,14 +1,23 @@
 //! The registry: one supervised connection per configured server.
 //!
 //! For each server a task connects (era negotiation, handshake), lists its catalog,
-//! and then watches it: periodic refreshes (shortened by `ttlMs`), `list_changed`
+//! and then watches it: periodic refreshes at the configured period, `list_changed`
 //! notifications (the legacy notification, or a `subscriptions/listen` stream on
 //! 2026-07-28 servers), process restarts (re-handshake), and failures (backoff and
 //! reconnect). Every state change carries its reason; every handshake, successful or
 //! not, becomes a record in the store and an event on the bus.
+//!
+//! A state has two explanations: [`ServerView::reason`] is fit for callers (it may go into
+//! an error a client receives), [`ServerView::detail`] is the operator's (it adds the
+//! server's stderr tail, which can hold secrets, and is what logs, events and the store keep).
+//!
+//! A list's `ttlMs` says how long it may be cached, not how often to poll (built-in servers
+//! answer `ttlMs: 0`): a caller that needs a list younger than that asks for it with
+//! [`Registry::refresh_if_stale`], and such requests coalesce into one listing per server.
+//! A listing that changes nothing is not an event (and logs at DEBUG).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -23,7 +32,7 @@ use switchboard_transport::{
     UpstreamStatus,
 };
 use switchboard_wire::{Era, ErrorObject, Message, error_code, method};
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, OnceCell, broadcast};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -74,8 +83,12 @@ pub struct ServerView {
     pub labels: Vec<String>,
     /// State.
     pub state: ServerState,
-    /// Why it is in that state.
+    /// Why it is in that state, fit for callers: never the server's stderr.
     pub reason: String,
+    /// Operator detail of `reason` (the same plus the last stderr lines of a stdio server),
+    /// when there is more to say. Can hold secrets: logs, events, the store and
+    /// `switchboard servers` show it; it never goes into an error sent to a caller.
+    pub detail: Option<String>,
     /// Since when (unix ms).
     pub since_ms: i64,
     /// Era spoken, once known.
@@ -92,13 +105,16 @@ pub struct ServerView {
     pub resources: usize,
     /// Number of prompts.
     pub prompts: usize,
-    /// Connection details (pid, restarts, memory, stderr tail, session).
+    /// Connection details (pid, restarts, memory, stderr tail, session): operator detail.
     pub status: UpstreamStatus,
 }
 
 struct StateCell {
     state: ServerState,
+    /// Caller-facing.
     reason: String,
+    /// Operator-facing (may hold stderr).
+    detail: Option<String>,
     since_ms: i64,
 }
 
@@ -115,10 +131,32 @@ pub struct ServerEntry {
     era: RwLock<Option<Era>>,
     cancel: CancellationToken,
     refresh_now: Notify,
+    /// Serialises listings (periodic, `list_changed`, manual, on demand): one in flight.
+    listing: tokio::sync::Mutex<()>,
+    /// The outcome of the last completed listing.
+    listed: Mutex<Listed>,
     /// Extra 2025-11-25 HTTP sessions, one per set of client capabilities (see
-    /// [`Registry::client_for`]).
-    sessions: tokio::sync::Mutex<HashMap<String, Arc<McpClient>>>,
+    /// [`Registry::client_for`]). The lock is held only to find or insert a slot, never
+    /// across a handshake: concurrent callers with the same capabilities share the slot's
+    /// one handshake, callers with other capabilities do not wait for it.
+    sessions: Mutex<HashMap<String, Arc<SessionSlot>>>,
 }
+
+/// The outcome of a server's last completed listing.
+#[derive(Debug, Clone, Default)]
+struct Listed {
+    /// Bumped by every completed listing, successful or not: a caller that waited for a
+    /// listing in flight sees it changed and takes that listing's outcome.
+    attempts: u64,
+    /// When the catalog was last listed successfully (tokio time).
+    at: Option<tokio::time::Instant>,
+    /// Why the last listing failed, if it did.
+    failure: Option<String>,
+}
+
+/// One per-capability session: empty while its handshake runs, then the client (or `None`
+/// when the handshake failed, so callers fall back to the shared connection).
+type SessionSlot = OnceCell<Option<Arc<McpClient>>>;
 
 fn read<T: Clone>(l: &RwLock<T>) -> T {
     l.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -129,10 +167,16 @@ fn write<T>(l: &RwLock<T>, v: T) {
 }
 
 impl ServerEntry {
-    /// Current state and reason.
+    /// Current state and its caller-facing reason (no stderr; see [`ServerView::reason`]).
     pub fn state(&self) -> (ServerState, String) {
         let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
         (s.state, s.reason.clone())
+    }
+
+    /// Operator detail of the current state (see [`ServerView::detail`]): never send it to a
+    /// caller.
+    pub fn detail(&self) -> Option<String> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner).detail.clone()
     }
 
     /// The handshaken client, when connected.
@@ -143,6 +187,10 @@ impl ServerEntry {
     /// The last catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         read(&self.catalog)
+    }
+
+    fn listed(&self) -> Listed {
+        self.listed.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     fn view(&self) -> ServerView {
@@ -158,6 +206,7 @@ impl ServerEntry {
             labels: self.spec.labels.clone(),
             state: s.state,
             reason: s.reason.clone(),
+            detail: s.detail.clone(),
             since_ms: s.since_ms,
             era: read(&self.era),
             protocol_version: hs.as_ref().map(|h| h.protocol_version.clone()),
@@ -206,6 +255,22 @@ struct Inner {
     tracker: TaskTracker,
     cancel: CancellationToken,
     changed: Notify,
+    /// Names of servers being added (between the name check and the insertion, which awaits
+    /// the store); guarded together with the check, so a name is claimed atomically.
+    adding: Mutex<HashSet<String>>,
+}
+
+/// A name claimed by an [`Registry::add`] in progress; released when dropped (the add
+/// finished, failed or was cancelled).
+struct NameReservation<'a> {
+    adding: &'a Mutex<HashSet<String>>,
+    name: String,
+}
+
+impl Drop for NameReservation<'_> {
+    fn drop(&mut self) {
+        self.adding.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.name);
+    }
 }
 
 /// The registry handle (cheap to clone).
@@ -228,31 +293,58 @@ impl Registry {
             return Some(shared);
         }
         let key = caps.to_string();
-        let mut sessions = entry.sessions.lock().await;
-        if let Some(c) = sessions.get(&key) {
-            if c.upstream().status().connected {
-                return Some(c.clone());
+        // A session found disconnected is replaced once; a second one going down at once is
+        // not worth another handshake on this call.
+        for _ in 0..2 {
+            let slot = {
+                let mut sessions = entry.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                match sessions.get(&key) {
+                    Some(slot) => slot.clone(),
+                    None if sessions.len() >= MAX_CAPABILITY_SESSIONS => return Some(shared),
+                    None => sessions.entry(key.clone()).or_default().clone(),
+                }
+            };
+            let session = slot
+                .get_or_init(|| async {
+                    let c = self.capability_session(&entry, url, headers, caps).await;
+                    if c.is_none() {
+                        // Failed: later callers try again instead of finding the failure.
+                        forget_slot(&entry, &key, &slot);
+                    }
+                    c
+                })
+                .await;
+            match session {
+                Some(c) if c.upstream().status().connected => return Some(c.clone()),
+                Some(_) => forget_slot(&entry, &key, &slot),
+                None => return Some(shared),
             }
-            sessions.remove(&key);
         }
-        if sessions.len() >= MAX_CAPABILITY_SESSIONS {
-            return Some(shared);
-        }
-        let mut cfg = HttpConfig::new(url.clone());
+        Some(shared)
+    }
+
+    /// Opens a 2025-11-25 HTTP session that declares `caps` (see [`Registry::client_for`]).
+    async fn capability_session(
+        &self,
+        entry: &ServerEntry,
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        caps: &Value,
+    ) -> Option<Arc<McpClient>> {
+        let mut cfg = HttpConfig::new(url.to_owned());
         cfg.headers = headers.clone();
         let tap = self.inner.frames.tap("upstream", &entry.spec.name, "http");
-        let Ok(up) = HttpUpstream::new(cfg, tap, entry.cancel.child_token()) else { return Some(shared) };
-        let mut options = self.inner.connect_options(&entry);
+        let up = HttpUpstream::new(cfg, tap, entry.cancel.child_token()).ok()?;
+        let mut options = self.inner.connect_options(entry);
         options.client_capabilities = caps.clone();
         options.era_hint = Some(Era::Legacy);
         match McpClient::connect(up as Arc<dyn Upstream>, options).await {
             Ok(c) if c.era() == Era::Legacy => {
                 let c = Arc::new(c);
                 open_logging(&c).await;
-                sessions.insert(key, c.clone());
                 Some(c)
             }
-            Ok(_) | Err(_) => Some(shared),
+            Ok(_) | Err(_) => None,
         }
     }
 
@@ -282,6 +374,7 @@ impl Registry {
                 tracker: TaskTracker::new(),
                 cancel,
                 changed: Notify::new(),
+                adding: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -297,18 +390,14 @@ impl Registry {
     }
 
     /// Registers a server and starts connecting to it. Returns its id.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when a server of that name is registered or being added (the
+    /// name is reserved before anything is awaited, so of two concurrent adds of one name
+    /// exactly one succeeds), [`Error::Store`] when it cannot be persisted.
     pub async fn add(&self, spec: ServerSpec) -> Result<String, Error> {
         let id = spec.server_id();
-        {
-            let servers = self.inner.servers.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(existing) = servers.values().find(|e| e.spec.name == spec.name) {
-                return Err(Error::DuplicateName {
-                    name: spec.name.clone(),
-                    first: existing.spec.source.clone(),
-                    second: spec.source.clone(),
-                });
-            }
-        }
+        let _reservation = self.inner.reserve_name(&spec)?;
         let mut era_hint = None;
         let reason = if spec.enabled { "registered; connecting" } else { "disabled in configuration" };
         if let Some(store) = &self.inner.store {
@@ -335,6 +424,7 @@ impl Registry {
             state: RwLock::new(StateCell {
                 state: ServerState::Pending,
                 reason: reason.to_owned(),
+                detail: None,
                 since_ms: now_ms(),
             }),
             client: RwLock::new(None),
@@ -343,8 +433,11 @@ impl Registry {
             era: RwLock::new(era_hint),
             cancel: self.inner.cancel.child_token(),
             refresh_now: Notify::new(),
-            sessions: tokio::sync::Mutex::new(HashMap::new()),
+            listing: tokio::sync::Mutex::new(()),
+            listed: Mutex::new(Listed::default()),
+            sessions: Mutex::new(HashMap::new()),
         });
+        // Inserted before the reservation is released (on return), so the name is never free in between.
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
         self.inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         if entry.spec.enabled {
@@ -397,6 +490,51 @@ impl Registry {
         let mut v: Vec<ServerView> = servers.values().map(|e| e.view()).collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
+    }
+
+    /// Re-lists a server's catalog if its last listing is older than `max_age`, and returns
+    /// the catalog.
+    ///
+    /// A list's `ttlMs` ([`Catalog::ttl`]) says how long it may be cached, not how often to
+    /// poll: the registry re-lists on its own only at the configured period and on
+    /// `list_changed`. A caller that needs a list no older than its `ttlMs` calls this.
+    /// Calls coalesce: at most one listing per server is in flight, and a caller that arrives
+    /// while one runs waits for it and takes its outcome instead of starting another.
+    ///
+    /// # Errors
+    /// [`Error::UnknownServer`]; [`Error::NotConnected`] when the server has no live
+    /// connection (with its caller-facing state reason); [`Error::Refresh`] when the listing
+    /// failed.
+    pub async fn refresh_if_stale(&self, id_or_name: &str, max_age: Duration) -> Result<Arc<Catalog>, Error> {
+        let entry =
+            self.entry(id_or_name).ok_or_else(|| Error::UnknownServer { name: id_or_name.to_owned() })?;
+        let seen = entry.listed();
+        if seen.at.is_some_and(|at| at.elapsed() <= max_age) {
+            return Ok(entry.catalog());
+        }
+        let _listing = entry.listing.lock().await;
+        let now = entry.listed();
+        if now.attempts != seen.attempts {
+            // A listing finished while this caller waited: it is as fresh as one started now.
+            return match now.failure {
+                None => Ok(entry.catalog()),
+                Some(reason) => Err(Error::Refresh { server: entry.spec.name.clone(), reason }),
+            };
+        }
+        let client = entry.client().ok_or_else(|| {
+            let (state, reason) = entry.state();
+            Error::NotConnected { server: entry.spec.name.clone(), state: state.as_str(), reason }
+        })?;
+        match refresh_locked(&self.inner, &entry, &client, "on_demand").await {
+            Ok(n) => {
+                if entry.state().0 != ServerState::Ready {
+                    let q = entry.catalog().quarantined.len();
+                    self.inner.set_state(&entry, ServerState::Ready, ready_reason(&client, n, q)).await;
+                }
+                Ok(entry.catalog())
+            }
+            Err(e) => Err(Error::Refresh { server: entry.spec.name.clone(), reason: e.to_string() }),
+        }
     }
 
     /// Asks a server to relist its catalog now.
@@ -454,6 +592,25 @@ impl Registry {
     }
 }
 
+/// Removes `slot` from `entry`'s sessions if it is still the one stored under `key`.
+fn forget_slot(entry: &ServerEntry, key: &str, slot: &Arc<SessionSlot>) {
+    let mut sessions = entry.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+    if sessions.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+        sessions.remove(key);
+    }
+}
+
+/// Lines of a stderr tail kept in an operator detail.
+const DETAIL_STDERR_LINES: usize = 5;
+
+/// `reason` with the last lines of `stderr` appended, for the operator; `None` when the
+/// process said nothing.
+fn with_stderr(reason: &str, stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let last = &lines[lines.len().saturating_sub(DETAIL_STDERR_LINES)..];
+    (!last.is_empty()).then(|| format!("{reason}; stderr: {}", last.join(" | ")))
+}
+
 fn parse_era(s: &str) -> Option<Era> {
     match s {
         "modern" => Some(Era::Modern),
@@ -463,31 +620,61 @@ fn parse_era(s: &str) -> Option<Era> {
 }
 
 impl Inner {
+    /// Claims `spec`'s name for an add in progress, or says who has it.
+    fn reserve_name(&self, spec: &ServerSpec) -> Result<NameReservation<'_>, Error> {
+        let mut adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let existing = {
+            let servers = self.servers.read().unwrap_or_else(PoisonError::into_inner);
+            servers.values().find(|e| e.spec.name == spec.name).map(|e| e.spec.source.clone())
+        };
+        if existing.is_some() || adding.contains(&spec.name) {
+            return Err(Error::AlreadyExists {
+                name: spec.name.clone(),
+                existing: existing.unwrap_or_else(|| "an add still in progress".to_owned()),
+            });
+        }
+        adding.insert(spec.name.clone());
+        Ok(NameReservation { adding: &self.adding, name: spec.name.clone() })
+    }
+
     async fn set_state(&self, entry: &ServerEntry, to: ServerState, reason: impl Into<String>) {
-        let reason = reason.into();
+        self.set_state_detailed(entry, to, reason.into(), None).await;
+    }
+
+    /// Changes a server's state. `reason` is caller-facing; `detail` (with stderr) is the
+    /// operator's: the log line, the event and the stored state carry it.
+    async fn set_state_detailed(
+        &self,
+        entry: &ServerEntry,
+        to: ServerState,
+        reason: String,
+        detail: Option<String>,
+    ) {
         let from = {
             let mut s = entry.state.write().unwrap_or_else(PoisonError::into_inner);
-            if s.state == to && s.reason == reason {
+            if s.state == to && s.reason == reason && s.detail == detail {
                 return;
             }
             let from = s.state;
             s.state = to;
             s.reason = reason.clone();
+            s.detail = detail.clone();
             s.since_ms = now_ms();
             from
         };
+        let operator = detail.unwrap_or(reason);
         self.version.fetch_add(1, std::sync::atomic::Ordering::Release);
-        tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), %reason, "server state");
+        tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), reason = %operator, "server state");
         self.events.publish(Event::ServerState {
             server_id: entry.id.clone(),
             server: entry.spec.name.clone(),
             from: from.as_str().to_owned(),
             to: to.as_str().to_owned(),
-            reason: reason.clone(),
+            reason: operator.clone(),
             at_ms: now_ms(),
         });
         if let Some(store) = &self.store
-            && let Err(e) = store.set_server_state(&entry.id, to.as_str(), Some(&reason), now_ms()).await
+            && let Err(e) = store.set_server_state(&entry.id, to.as_str(), Some(&operator), now_ms()).await
         {
             tracing::warn!(error = %e, "could not persist server state");
         }
@@ -632,13 +819,63 @@ pub async fn list_catalog(client: &McpClient) -> Result<Catalog, ClientError> {
     })
 }
 
+/// Lists a server's catalog, after any listing already in flight.
 async fn refresh(
     inner: &Inner,
     entry: &ServerEntry,
     client: &McpClient,
     trigger: &str,
 ) -> Result<usize, ClientError> {
+    let _listing = entry.listing.lock().await;
+    refresh_locked(inner, entry, client, trigger).await
+}
+
+/// Lists a server's catalog; the caller holds `entry.listing`. Records the outcome.
+async fn refresh_locked(
+    inner: &Inner,
+    entry: &ServerEntry,
+    client: &McpClient,
+    trigger: &str,
+) -> Result<usize, ClientError> {
+    let outcome = list_and_publish(inner, entry, client, trigger).await;
+    let mut listed = entry.listed.lock().unwrap_or_else(PoisonError::into_inner);
+    listed.attempts += 1;
+    match &outcome {
+        Ok(_) => {
+            listed.at = Some(tokio::time::Instant::now());
+            listed.failure = None;
+        }
+        Err(e) => listed.failure = Some(e.to_string()),
+    }
+    outcome
+}
+
+/// `true` when two catalogs offer the same lists (the fetch time and `ttlMs` aside).
+fn same_lists(a: &Catalog, b: &Catalog) -> bool {
+    a.tools.len() == b.tools.len()
+        && a.tools.iter().zip(&b.tools).all(|(x, y)| x.raw == y.raw)
+        && a.quarantined == b.quarantined
+        && a.resources == b.resources
+        && a.resource_templates == b.resource_templates
+        && a.prompts == b.prompts
+}
+
+/// Lists a server's catalog and, when it changed (or on connect), stores a snapshot, bumps
+/// the registry version and publishes it.
+async fn list_and_publish(
+    inner: &Inner,
+    entry: &ServerEntry,
+    client: &McpClient,
+    trigger: &str,
+) -> Result<usize, ClientError> {
     let catalog = list_catalog(client).await?;
+    if trigger != "connect" && same_lists(&entry.catalog(), &catalog) {
+        // Nothing a caller could notice: keep the newer fetch time and ttl, say nothing above DEBUG.
+        let count = catalog.tools.len();
+        tracing::debug!(server = %entry.spec.name, %trigger, tools = count, "catalog unchanged");
+        write(&entry.catalog, Arc::new(catalog));
+        return Ok(count);
+    }
     for q in &catalog.quarantined {
         tracing::warn!(server = %entry.spec.name, tool = %q.name, error = %q.error, "tool quarantined: its schema does not compile");
     }
@@ -755,7 +992,8 @@ async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
                             && !s.status().connected =>
                     {
                         // The supervisor gave up (crash loop): nothing to retry until removed.
-                        inner.set_state(&entry, ServerState::Unavailable, detail).await;
+                        let operator = with_stderr(&detail, &s.status().stderr_tail.join("\n"));
+                        inner.set_state_detailed(&entry, ServerState::Unavailable, detail, operator).await;
                         entry.cancel.cancelled().await;
                         break;
                     }
@@ -895,9 +1133,8 @@ async fn connect_and_watch(
     }
     let mut listen = open_listen(&client).await;
     loop {
-        let cat = entry.catalog();
-        let period = entry.spec.refresh_interval.unwrap_or(inner.config.refresh_interval);
-        let period = cat.ttl.map_or(period, |t| t.min(period)).max(MIN_REFRESH);
+        // `ttlMs` is how long a list may be cached, not a polling period (see the module docs).
+        let period = entry.spec.refresh_interval.unwrap_or(inner.config.refresh_interval).max(MIN_REFRESH);
         let mut trigger: Option<&str> = None;
         tokio::select! {
             _ = entry.cancel.cancelled() => return Next::Stop,
@@ -919,10 +1156,11 @@ async fn connect_and_watch(
             },
             e = events.recv() => match e {
                 Ok(UpstreamEvent::Exited { status, stderr_tail, .. }) => {
-                    let tail = stderr_tail.lines().last().unwrap_or_default().to_owned();
-                    let why = if tail.is_empty() { format!("process exited ({status}); restarting") } else { format!("process exited ({status}): {tail}; restarting") };
+                    // Callers see the exit status; the operator also sees what the process said.
+                    let why = format!("process exited ({status}); restarting");
+                    let operator = with_stderr(&why, &stderr_tail);
                     write(&entry.client, None);
-                    inner.set_state(entry, ServerState::Degraded, why.clone()).await;
+                    inner.set_state_detailed(entry, ServerState::Degraded, why.clone(), operator).await;
                     if up.kind() != switchboard_transport::TransportKind::Stdio {
                         return Next::Reconnect(why);
                     }
@@ -931,9 +1169,10 @@ async fn connect_and_watch(
                     // A restarted process needs a new handshake.
                     return Next::Reconnect("process restarted".into());
                 }
-                Ok(UpstreamEvent::GaveUp { reason }) => {
+                Ok(UpstreamEvent::GaveUp { reason, stderr_tail }) => {
                     write(&entry.client, None);
-                    inner.set_state(entry, ServerState::Unavailable, reason).await;
+                    let operator = with_stderr(&reason, &stderr_tail);
+                    inner.set_state_detailed(entry, ServerState::Unavailable, reason, operator).await;
                     entry.cancel.cancelled().await;
                     return Next::Stop;
                 }

@@ -78,7 +78,7 @@ impl Store {
             .busy_timeout(config.busy_timeout);
 
         // Probe on one connection: the pragmas above run on connect, so a foreign or locked file fails here.
-        let mut probe = options.connect().await.map_err(|e| startup_error(path, e))?;
+        let mut probe = connect_patiently(path, &options, config.busy_timeout).await?;
         let prepared = prepare(path, &mut probe).await;
         if let Err(error) = probe.close().await {
             tracing::warn!(path = %path.display(), %error, "closing the start-up connection failed");
@@ -125,11 +125,49 @@ impl Store {
     }
 }
 
+/// First pause between connection attempts on a locked file; it doubles up to [`MAX_LOCKED_PAUSE`].
+const FIRST_LOCKED_PAUSE: Duration = Duration::from_millis(5);
+/// Longest pause between connection attempts on a locked file.
+const MAX_LOCKED_PAUSE: Duration = Duration::from_millis(100);
+
+/// Connects, trying again while the file is locked, for up to `patience` (the busy timeout).
+///
+/// Switching a fresh file to WAL needs an exclusive lock that SQLite's busy timeout does not wait for
+/// (sqlx notes the same), so several processes opening a fresh file together would otherwise see all but
+/// one fail at once. A file that stays locked is still [`Error::Locked`], after the same wait as any other
+/// lock.
+async fn connect_patiently(
+    path: &Path,
+    options: &SqliteConnectOptions,
+    patience: Duration,
+) -> Result<SqliteConnection, Error> {
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut pause = FIRST_LOCKED_PAUSE;
+    loop {
+        match options.connect().await.map_err(|e| startup_error(path, e)) {
+            Err(Error::Locked { .. }) if tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_LOCKED_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Start-up checks and migrations, on one connection.
+///
+/// Several processes may open a fresh file at the same moment. sqlx's migrator does not lock SQLite, so each
+/// would read "nothing applied" and the second to run the first migration would fail ("table servers already
+/// exists"). The version check and the migrations therefore run in one write transaction begun with
+/// `BEGIN IMMEDIATE`, which waits (up to the busy timeout) for another migrator to commit: whoever comes second
+/// finds every migration applied and does nothing. Each migration runs in a savepoint inside it, so a failing
+/// one still leaves the file as it was.
 async fn prepare(path: &Path, conn: &mut SqliteConnection) -> Result<(), Error> {
     quick_check(path, conn).await?;
-    refuse_newer_schema(path, conn).await?;
-    MIGRATOR.run(&mut *conn).await.map_err(|e| migrate_error(path, e))
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(|e| startup_error(path, e))?;
+    refuse_newer_schema(path, &mut tx).await?;
+    MIGRATOR.run(&mut *tx).await.map_err(|e| migrate_error(path, e))?;
+    tx.commit().await.map_err(|e| startup_error(path, e))
 }
 
 /// `PRAGMA quick_check`: a cheap (no index cross-checks) scan that catches damaged pages at start-up rather

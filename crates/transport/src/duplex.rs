@@ -4,10 +4,15 @@
 //! outgoing request gets an id (and progress token) unique on this connection; replies
 //! are mapped back to the caller's originals. Server messages that belong to no request
 //! go to the `incoming` broadcast; a `ping` from the server is answered here.
+//!
+//! One reader task serves every caller on the connection, so it never waits for a caller:
+//! each exchange has a bounded buffer ([`EXCHANGE_CAPACITY`]), and an exchange whose caller
+//! stops reading until that buffer is full is failed on its own ([`Error::SlowConsumer`]) and
+//! cancelled upstream, while every other call goes on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -17,13 +22,16 @@ use tokio::sync::{broadcast, mpsc};
 use crate::frame::Direction;
 use crate::{Error, Exchange, Tap};
 
-/// Capacity of a request's interim-message channel.
-const EXCHANGE_CAPACITY: usize = 64;
+/// Messages buffered per request (interim messages and the response) for a caller that has
+/// not read them yet; one more fails that request with [`Error::SlowConsumer`].
+pub(crate) const EXCHANGE_CAPACITY: usize = 64;
 
 struct Pending {
     original_id: Id,
     tx: mpsc::Sender<Result<Message, Error>>,
     token: Option<(String, Value)>,
+    /// Set (once) when the caller fell behind; the exchange reports it instead of waiting.
+    failure: Arc<OnceLock<Error>>,
 }
 
 #[derive(Default)]
@@ -79,7 +87,10 @@ impl Duplex {
             t.pending.drain().map(|(_, p)| p).collect()
         };
         for p in drained {
-            let _ = p.tx.try_send(Err(err.clone()));
+            if p.tx.try_send(Err(err.clone())).is_err() {
+                // A full buffer: the exchange reports the failure once its caller reads again.
+                let _ = p.failure.set(err.clone());
+            }
         }
     }
 
@@ -112,12 +123,14 @@ impl Duplex {
             (ours, theirs)
         });
         let (tx, rx) = mpsc::channel(EXCHANGE_CAPACITY);
+        let failure = Arc::new(OnceLock::new());
         {
             let mut t = lock(&self.table);
             if let Some((ours, _)) = &token {
                 t.tokens.insert(ours.clone(), wire_id);
             }
-            t.pending.insert(wire_id, Pending { original_id: original_id.clone(), tx, token });
+            let pending = Pending { original_id: original_id.clone(), tx, token, failure: failure.clone() };
+            t.pending.insert(wire_id, pending);
         }
         if let Err(e) = self.write(&msg).await {
             self.forget(wire_id);
@@ -128,20 +141,51 @@ impl Duplex {
             if let Some(d) = me.upgrade()
                 && d.forget(wire_id)
             {
-                {
-                    let note = Message::notification(
-                        method::NOTIFICATION_CANCELLED,
-                        Some(json!({"requestId": wire_id, "reason": "cancelled by the router's client"})),
-                    );
-                    if let Ok(w) = d.writer() {
-                        let bytes = Bytes::from(note.to_bytes());
-                        d.tap.record(Direction::Out, &note, &bytes);
-                        let _ = w.try_send(bytes);
-                    }
-                }
+                d.cancel_upstream(wire_id, "cancelled by the router's client");
             }
         });
-        Ok(Exchange::new(rx, original_id.to_string(), Some(cancel)))
+        Ok(Exchange::new(rx, original_id.to_string(), Some(cancel)).with_failure(failure))
+    }
+
+    /// Tells the server to stop working on `wire_id` (best effort: never waits).
+    fn cancel_upstream(&self, wire_id: u64, reason: &str) {
+        let note = Message::notification(
+            method::NOTIFICATION_CANCELLED,
+            Some(json!({"requestId": wire_id, "reason": reason})),
+        );
+        if let Ok(w) = self.writer() {
+            let bytes = Bytes::from(note.to_bytes());
+            self.tap.record(Direction::Out, &note, &bytes);
+            let _ = w.try_send(bytes);
+        }
+    }
+
+    /// Hands `msg` to the caller of `wire_id` without waiting. A caller whose buffer is full
+    /// has stopped reading: its request alone is failed and cancelled upstream, so the reader
+    /// (and every other caller on this connection) never waits for it.
+    fn deliver(
+        &self,
+        wire_id: u64,
+        tx: &mpsc::Sender<Result<Message, Error>>,
+        failure: &OnceLock<Error>,
+        msg: Message,
+    ) {
+        match tx.try_send(Ok(msg)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                let _ = failure.set(Error::SlowConsumer { buffered: EXCHANGE_CAPACITY });
+                // Removing the pending entry drops the table's sender, which wakes a caller
+                // blocked in `Exchange::next` (it then reports the failure).
+                if self.forget(wire_id) {
+                    self.cancel_upstream(wire_id, "the router's caller stopped reading the response");
+                }
+                tracing::warn!(
+                    wire_id,
+                    buffered = EXCHANGE_CAPACITY,
+                    "a caller stopped reading its upstream request; that request was failed and cancelled"
+                );
+            }
+        }
     }
 
     /// Removes a pending request; `true` if it was still pending.
@@ -186,13 +230,13 @@ impl Duplex {
                 }
                 Some(p)
             });
-            match pending {
-                Some(p) => {
+            match (wire_id, pending) {
+                (Some(wire_id), Some(p)) => {
                     let mut msg = msg;
                     msg.set_id(&p.original_id);
-                    let _ = p.tx.send(Ok(msg)).await;
+                    self.deliver(wire_id, &p.tx, &p.failure, msg);
                 }
-                None => {
+                _ => {
                     tracing::debug!(id = ?msg.id(), "response to no pending request (cancelled or unknown)")
                 }
             }
@@ -210,15 +254,14 @@ impl Duplex {
             if let Some(token) = token {
                 let target = {
                     let t = lock(&self.table);
-                    t.tokens
-                        .get(&token)
-                        .and_then(|w| t.pending.get(w))
-                        .map(|p| (p.tx.clone(), p.token.clone()))
+                    t.tokens.get(&token).and_then(|w| {
+                        t.pending.get(w).map(|p| (*w, p.tx.clone(), p.failure.clone(), p.token.clone()))
+                    })
                 };
-                if let Some((tx, Some((_, theirs)))) = target {
+                if let Some((wire_id, tx, failure, Some((_, theirs)))) = target {
                     let mut msg = msg;
                     msg.params_mut().insert("progressToken".into(), theirs);
-                    let _ = tx.send(Ok(msg)).await;
+                    self.deliver(wire_id, &tx, &failure, msg);
                     return;
                 }
             }

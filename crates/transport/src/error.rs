@@ -21,15 +21,18 @@ pub enum Error {
     /// The child process is not running (between restarts, or given up).
     #[error("server process is not running: {detail}")]
     NotRunning {
-        /// Why (last exit status, stderr tail, or "gave up after …").
+        /// Why (last exit status, or "gave up after …"); never the stderr tail.
         detail: String,
     },
     /// The child process exited while a request was in flight.
-    #[error("server process exited ({status}){}", tail_suffix(.stderr_tail))]
+    ///
+    /// The message leaves the stderr tail out: errors reach callers, and a server's stderr
+    /// can hold secrets. The tail stays in the field, for the operator.
+    #[error("server process exited ({status})")]
     Exited {
         /// Exit status as text.
         status: String,
-        /// The last lines the process wrote to stderr.
+        /// The last lines the process wrote to stderr (operator detail: not in the message).
         stderr_tail: String,
     },
     /// A network connection could not be made or broke.
@@ -67,16 +70,21 @@ pub enum Error {
         /// The request id.
         id: String,
     },
+    /// The caller stopped reading this request's messages until its buffer was full. Only
+    /// this request fails (and is cancelled upstream); the connection and other calls go on.
+    #[error(
+        "the caller fell behind: {buffered} messages of this request were waiting unread, so it was cancelled"
+    )]
+    SlowConsumer {
+        /// How many messages were buffered.
+        buffered: usize,
+    },
     /// No answer in time.
     #[error("no response within {0:?}")]
     Timeout(Duration),
     /// The upstream was shut down.
     #[error("transport closed")]
     Closed,
-}
-
-fn tail_suffix(tail: &str) -> String {
-    if tail.trim().is_empty() { String::new() } else { format!("; stderr: {}", tail.trim()) }
 }
 
 fn body_suffix(body: &str) -> String {

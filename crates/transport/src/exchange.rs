@@ -4,6 +4,8 @@
 //! transport defines it (`notifications/cancelled` on stdio, WebSocket and legacy HTTP;
 //! closing the response stream on 2026-07-28 HTTP).
 
+use std::sync::{Arc, OnceLock};
+
 use switchboard_wire::Message;
 use tokio::sync::mpsc;
 
@@ -18,6 +20,9 @@ pub struct Exchange {
     cancel: Option<CancelFn>,
     done: bool,
     id: String,
+    /// Set by the transport when this exchange failed without a message in its buffer's
+    /// place (its caller fell behind, or the buffer was full when the connection dropped).
+    failure: Option<Arc<OnceLock<Error>>>,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -32,7 +37,17 @@ impl Exchange {
         id: String,
         cancel: Option<CancelFn>,
     ) -> Self {
-        Exchange { rx, cancel, done: false, id }
+        Exchange { rx, cancel, done: false, id, failure: None }
+    }
+
+    /// Lets the transport fail this exchange out of band (see the `failure` field).
+    pub(crate) fn with_failure(mut self, failure: Arc<OnceLock<Error>>) -> Self {
+        self.failure = Some(failure);
+        self
+    }
+
+    fn failure(&self) -> Option<Error> {
+        self.failure.as_ref().and_then(|f| f.get()).cloned()
     }
 
     /// The next message: interim notifications (progress, log messages), server requests
@@ -41,6 +56,10 @@ impl Exchange {
     pub async fn next(&mut self) -> Option<Result<Message, Error>> {
         if self.done {
             return None;
+        }
+        if let Some(e) = self.failure() {
+            self.done = true;
+            return Some(Err(e));
         }
         match self.rx.recv().await {
             Some(Ok(m)) => {
@@ -55,7 +74,7 @@ impl Exchange {
             }
             None => {
                 self.done = true;
-                Some(Err(Error::StreamClosed { id: self.id.clone() }))
+                Some(Err(self.failure().unwrap_or_else(|| Error::StreamClosed { id: self.id.clone() })))
             }
         }
     }

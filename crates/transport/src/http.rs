@@ -34,7 +34,8 @@ pub struct HttpConfig {
     pub headers: BTreeMap<String, String>,
     /// TCP connect timeout.
     pub connect_timeout: Duration,
-    /// Largest JSON response body accepted.
+    /// Largest JSON response body accepted, and largest SSE event (one message) on a
+    /// response or GET stream.
     pub max_response_bytes: usize,
 }
 
@@ -45,7 +46,7 @@ impl HttpConfig {
             url: url.into(),
             headers: BTreeMap::new(),
             connect_timeout: Duration::from_secs(5),
-            max_response_bytes: 64 * 1024 * 1024,
+            max_response_bytes: crate::sse::MAX_EVENT_BYTES,
         }
     }
 }
@@ -272,7 +273,7 @@ async fn pump_sse(
     let mut resumes = 0;
     let mut last_event_id: Option<String> = None;
     loop {
-        let mut parser = SseParser::default();
+        let mut parser = SseParser::with_limit(inner.config.max_response_bytes);
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = match chunk {
@@ -376,7 +377,7 @@ async fn get_stream(inner: Arc<Inner>) {
         match resp {
             Ok(r) if r.status().is_success() && is_event_stream(&r) => {
                 failures = 0;
-                let mut parser = SseParser::default();
+                let mut parser = SseParser::with_limit(inner.config.max_response_bytes);
                 let mut stream = r.bytes_stream();
                 loop {
                     let chunk = tokio::select! {
@@ -384,7 +385,13 @@ async fn get_stream(inner: Arc<Inner>) {
                         _ = inner.shutdown.cancelled() => return,
                     };
                     let Some(Ok(chunk)) = chunk else { break };
-                    let Ok(events) = parser.feed(&chunk) else { break };
+                    let events = match parser.feed(&chunk) {
+                        Ok(events) => events,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "dropping the GET stream");
+                            break;
+                        }
+                    };
                     for ev in events {
                         if ev.id.is_some() {
                             last_event_id = ev.id.clone();

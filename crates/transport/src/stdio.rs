@@ -1,8 +1,9 @@
 //! A supervised child process speaking MCP on stdin/stdout.
 //!
 //! The supervisor starts the process, keeps the last lines of its stderr, notices when
-//! it exits, fails the requests in flight with the exit status and stderr tail, and
-//! restarts it with exponential backoff. A process that keeps dying right after it
+//! it exits, fails the requests in flight with the exit status, and restarts it with
+//! exponential backoff. The stderr tail is operator detail (it can hold secrets): it goes
+//! into events and the status, never into an error's message. A process that keeps dying right after it
 //! starts is a crash loop: after [`RestartPolicy::crash_loop_limit`] quick exits in a row
 //! the supervisor gives up and reports why.
 
@@ -210,29 +211,19 @@ async fn supervise(
             quick_exits = 0;
         }
         if quick_exits >= config.restart.crash_loop_limit {
-            let last = tail
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join(" | ");
             let reason = format!(
-                "`{}` exited {quick_exits} times in a row within {:?} of starting (last: {status}); stderr: {}",
+                "`{}` exited {quick_exits} times in a row within {:?} of starting (last: {status})",
                 config.display(),
                 config.restart.quick_exit,
-                if last.is_empty() { "(empty)".to_owned() } else { last }
             );
-            tracing::warn!(%reason, "giving up on stdio server");
+            tracing::warn!(%reason, stderr = %tail, "giving up on stdio server");
             {
                 let mut s = lock(&state);
                 s.gave_up = true;
                 s.last_error = Some(reason.clone());
             }
             duplex.detach(Error::NotRunning { detail: reason.clone() });
-            let _ = events.send(UpstreamEvent::GaveUp { reason });
+            let _ = events.send(UpstreamEvent::GaveUp { reason, stderr_tail: tail });
             return;
         }
         let attempt = quick_exits.max(1);

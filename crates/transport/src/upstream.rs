@@ -46,6 +46,9 @@ pub enum UpstreamEvent {
         generation: u64,
     },
     /// The process exited or the connection dropped.
+    ///
+    /// `stderr_tail` is operator detail (logs, events, `switchboard servers`): it can hold
+    /// secrets and never belongs in an error sent to a caller.
     Exited {
         /// Exit status or close reason.
         status: String,
@@ -63,8 +66,10 @@ pub enum UpstreamEvent {
     },
     /// The supervisor stopped restarting (crash loop); the upstream is unusable.
     GaveUp {
-        /// Human-readable reason including the stderr tail.
+        /// Human-readable reason, fit for callers (no stderr).
         reason: String,
+        /// The last stderr lines (operator detail: can hold secrets, never sent to callers).
+        stderr_tail: String,
     },
 }
 
@@ -79,9 +84,9 @@ pub struct UpstreamStatus {
     pub restarts: u32,
     /// Resident memory of the child in bytes (stdio, Linux).
     pub memory_bytes: Option<u64>,
-    /// Last stderr lines (stdio).
+    /// Last stderr lines (stdio). Operator detail: can hold secrets, never sent to callers.
     pub stderr_tail: Vec<String>,
-    /// Why the upstream is not connected, if it is not.
+    /// Why the upstream is not connected, if it is not (no stderr: see `stderr_tail`).
     pub last_error: Option<String>,
     /// 2025-11-25 HTTP session id, when one is held.
     pub session_id: Option<String>,

@@ -9,14 +9,19 @@ use switchboard_router::{Event, RegistryConfig, ServerState};
 
 use crate::common::*;
 
+/// The stderr tail is the operator's (detail, store); the caller-facing reason leaves it out.
 #[tokio::test]
-async fn a_crash_looping_server_is_unavailable_with_its_stderr_tail() {
+async fn a_crash_looping_server_is_unavailable_with_its_stderr_tail_for_the_operator() {
     let h = harness(fast()).await;
     let spec = spec_from_toml(
         "crashy",
         ServerToml {
             command: Some("sh".into()),
-            args: vec!["-c".into(), "echo 'Error: cannot open database /var/lib/x.db' >&2; exit 2".into()],
+            // Computed, so the command line (which the reason names) does not contain it.
+            args: vec![
+                "-c".into(),
+                "echo \"Error: cannot open database /var/lib/x$((6*7)).db\" >&2; exit 2".into(),
+            ],
             restart: RestartToml {
                 initial_backoff_ms: Some(10),
                 max_backoff_ms: Some(100),
@@ -34,10 +39,15 @@ async fn a_crash_looping_server_is_unavailable_with_its_stderr_tail() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let v = h.registry.servers().into_iter().find(|v| v.name == "crashy").unwrap();
     assert!(v.reason.contains("5 times in a row"), "{}", v.reason);
-    assert!(v.reason.contains("cannot open database /var/lib/x.db"), "{}", v.reason);
+    assert!(!v.reason.contains("x42.db"), "{}", v.reason);
+    let detail = v.detail.clone().expect("an operator detail");
+    assert!(
+        detail.contains("5 times in a row") && detail.contains("cannot open database /var/lib/x42.db"),
+        "{detail}"
+    );
     let rec = h.store.server(&v.server_id).await.unwrap().unwrap();
     assert_eq!(rec.state, "unavailable");
-    assert_eq!(rec.state_reason.as_deref(), Some(v.reason.as_str()));
+    assert_eq!(rec.state_reason.as_deref(), Some(detail.as_str()));
     let failed = h.store.handshakes(Some(&v.server_id), 20).await.unwrap();
     assert!(!failed.is_empty() && failed.iter().all(|r| r.error.is_some()), "{failed:?}");
     h.registry.shutdown(Duration::from_secs(5)).await;
@@ -126,4 +136,61 @@ async fn a_dead_http_upstream_becomes_unavailable_and_recovers() {
     assert_eq!(v.state, ServerState::Ready, "{}", v.reason);
     stop.cancel();
     h.registry.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A stdio server that writes a secret to stderr as it dies: the reason callers may see leaves it out, the
+/// operator detail (view, event, store) keeps it.
+#[tokio::test]
+async fn a_dying_servers_stderr_reaches_the_operator_but_not_callers() {
+    const SECRET: &str = "api_key=sk-live-0123456789abcdef";
+    let mut h = harness(fast()).await;
+    // The shell runs the fixture; once the fixture dies, the shell prints the secret and exits 7.
+    let script = format!("\"$0\" --transport stdio --era legacy; echo '{SECRET}' >&2; exit 7");
+    let spec = spec_from_toml(
+        "leaky",
+        ServerToml {
+            command: Some("sh".into()),
+            args: vec!["-c".into(), script, fixture_bin()],
+            // A long backoff keeps the server degraded (not restarted) while the test looks.
+            restart: RestartToml {
+                initial_backoff_ms: Some(600_000),
+                max_backoff_ms: Some(600_000),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        "test",
+    )
+    .unwrap();
+    h.registry.add(spec).await.unwrap();
+    let v = h.registry.wait_for("leaky", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(v.state, ServerState::Ready, "{}", v.reason);
+    let shell = v.status.pid.unwrap().to_string();
+    // Kill the shell's child (the fixture), by its parent's pid.
+    std::process::Command::new("pkill").args(["-9", "-P", &shell]).status().unwrap();
+
+    let event = expect_event(
+        &mut h.events,
+        "degraded",
+        |e| matches!(e, Event::ServerState { server, to, .. } if server == "leaky" && to == "degraded"),
+    )
+    .await;
+    let Event::ServerState { reason: logged, .. } = event.as_ref() else { unreachable!() };
+    assert!(logged.contains(SECRET), "the operator's event keeps the stderr tail: {logged}");
+
+    let v = h.registry.servers().into_iter().find(|v| v.name == "leaky").unwrap();
+    assert_eq!(v.state, ServerState::Degraded, "{}", v.reason);
+    assert!(v.reason.contains("exit status: 7"), "{}", v.reason);
+    assert!(!v.reason.contains("sk-live"), "the caller-facing reason carries stderr: {}", v.reason);
+    let (_, reason) = h.registry.entry("leaky").unwrap().state();
+    assert!(!reason.contains("sk-live"), "{reason}");
+    let detail = v.detail.expect("an operator detail");
+    assert!(detail.contains(SECRET), "{detail}");
+    // The state is stored just after its event is published; once the registry has stopped, it is written.
+    h.registry.shutdown(Duration::from_secs(5)).await;
+    let stored = h.store.server(&v.server_id).await.unwrap().unwrap();
+    assert!(
+        stored.state_reason.unwrap_or_default().contains(SECRET),
+        "`switchboard servers` shows the operator detail"
+    );
 }

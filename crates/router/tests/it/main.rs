@@ -4,5 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod concurrency;
 mod lifecycle;
 mod peers;
+mod refresh;

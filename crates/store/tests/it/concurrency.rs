@@ -53,3 +53,48 @@ async fn concurrent_writers_never_see_busy() {
     first.close().await;
     second.close().await;
 }
+
+/// Ten processes started at once on a fresh file (say, several `switchboard` commands launched together) must
+/// all open it: only one of them may run the migrations, and the others must find them applied instead of
+/// failing with "table servers already exists". Each open here has its own thread, runtime and pool, which is
+/// what a separate process has; the barrier makes them start together. Several fresh files make a lost race
+/// all but certain to show.
+#[test]
+fn ten_opens_at_once_of_one_fresh_file_all_succeed() {
+    const OPENS: usize = 10;
+    const ROUNDS: usize = 5;
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..ROUNDS {
+        let config =
+            StoreConfig { path: dir.path().join(format!("fresh-{round}.db")), ..StoreConfig::default() };
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(OPENS));
+        let threads: Vec<_> = (0..OPENS)
+            .map(|_| {
+                let (config, barrier) = (config.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                    barrier.wait();
+                    runtime.block_on(async {
+                        let store = Store::open(&config).await?;
+                        let servers = store.servers().await?;
+                        store.close().await;
+                        Ok::<_, switchboard_store::Error>(servers.len())
+                    })
+                })
+            })
+            .collect();
+        let results: Vec<_> =
+            threads.into_iter().map(|t| t.join().expect("opening thread panicked")).collect();
+        let failures: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .map(|e| format!("{e}: {:?}", std::error::Error::source(e)))
+            .collect();
+        assert!(
+            failures.is_empty(),
+            "round {round}: {} of {OPENS} opens failed: {failures:#?}",
+            failures.len()
+        );
+        assert!(results.iter().all(|r| matches!(r, Ok(0))), "round {round}: {results:?}");
+    }
+}

@@ -55,3 +55,40 @@ async fn a_non_mcp_http_server_fails_the_handshake_clearly() {
     assert!(fail.reason.contains("HTTP 400") && fail.reason.contains("nope"), "{}", fail.reason);
     stop.cancel();
 }
+
+/// An SSE event larger than the configured bound fails its request with an error naming the bound, instead of
+/// being buffered without end.
+#[tokio::test]
+async fn an_oversize_sse_event_fails_the_request_clearly() {
+    use axum::{Router, routing::post};
+    const LIMIT: usize = 64 * 1024;
+    // Data lines, never the blank line that would end the event: four times the bound.
+    let body: String =
+        std::iter::repeat_n("data: 0123456789abcdef0123456789abcdef0123456789abcdef\n", 4 * LIMIT / 50)
+            .collect();
+    let app = Router::new().route(
+        "/mcp",
+        post(move || {
+            let body = body.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], body) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, app).with_graceful_shutdown(async move { s.cancelled().await }).await.unwrap();
+    });
+    let mut config = HttpConfig::new(format!("http://{addr}/mcp"));
+    config.max_response_bytes = LIMIT;
+    let up = HttpUpstream::new(config, Tap::disabled(), CancellationToken::new()).unwrap();
+    let exchange = up.request(Message::request(1i64, "tools/list", None)).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(30), exchange.response())
+        .await
+        .expect("an answer")
+        .unwrap_err();
+    assert!(matches!(err, Error::Protocol(_)), "{err:?}");
+    assert!(err.to_string().contains(&format!("SSE event longer than {LIMIT} bytes")), "{err}");
+    stop.cancel();
+}

@@ -30,36 +30,44 @@ async fn next_event(rx: &mut tokio::sync::broadcast::Receiver<UpstreamEvent>) ->
         .expect("event channel open")
 }
 
+/// The stderr tail reaches the operator (events, status) but not the reason and errors callers see.
 #[tokio::test]
-async fn crash_loop_gives_up_with_the_stderr_tail() {
+async fn crash_loop_gives_up_with_the_stderr_tail_for_the_operator_only() {
     let up = StdioUpstream::spawn(
-        sh("echo 'starting'; echo 'fatal: config file /etc/x.toml missing' >&2; exit 3", fast_policy()),
+        // The secret is computed, so the command line (which the reason names) does not contain it.
+        sh(
+            "echo 'starting'; echo \"fatal: config file /etc/x.toml missing, token $((6*7))\" >&2; exit 3",
+            fast_policy(),
+        ),
         Tap::disabled(),
         CancellationToken::new(),
     );
     let mut ev = up.events();
     let mut exits = 0;
     let mut delays = Vec::new();
-    let reason = loop {
+    let (reason, tail) = loop {
         match next_event(&mut ev).await {
             UpstreamEvent::Exited { stderr_tail, .. } => {
                 exits += 1;
                 assert!(stderr_tail.contains("config file"), "{stderr_tail}");
             }
             UpstreamEvent::Restarting { delay_ms, .. } => delays.push(delay_ms),
-            UpstreamEvent::GaveUp { reason } => break reason,
+            UpstreamEvent::GaveUp { reason, stderr_tail } => break (reason, stderr_tail),
             _ => {}
         }
     };
     assert_eq!(exits, 5);
     assert_eq!(delays, vec![20, 40, 80, 160], "exponential backoff between quick exits");
-    assert!(reason.contains("5 times in a row"), "{reason}");
-    assert!(reason.contains("fatal: config file /etc/x.toml missing"), "{reason}");
+    assert!(reason.contains("5 times in a row") && reason.contains("exit status: 3"), "{reason}");
+    assert!(!reason.contains("token 42"), "the reason carries stderr: {reason}");
+    assert!(tail.contains("fatal: config file /etc/x.toml missing, token 42"), "{tail}");
     let status = up.status();
     assert!(!status.connected);
     assert_eq!(status.last_error.as_deref(), Some(reason.as_str()));
+    assert!(status.stderr_tail.iter().any(|l| l.contains("token 42")), "{:?}", status.stderr_tail);
     let err = up.request(Message::request(1i64, "tools/list", None)).await.unwrap_err();
-    assert!(matches!(err, Error::NotRunning { ref detail } if detail.contains("config file")), "{err}");
+    assert!(matches!(err, Error::NotRunning { ref detail } if detail.contains("5 times in a row")), "{err}");
+    assert!(!err.to_string().contains("token 42"), "the error carries stderr: {err}");
 }
 
 #[tokio::test]
@@ -100,9 +108,10 @@ async fn requests_in_flight_fail_with_exit_status_and_stderr() {
     let ex = up.request(Message::request(7i64, "tools/list", Some(json!({})))).await.unwrap();
     let err = ex.response().await.unwrap_err();
     match err {
-        Error::Exited { status, stderr_tail } => {
+        Error::Exited { ref status, ref stderr_tail } => {
             assert!(status.contains("exit status: 1"), "{status}");
             assert!(stderr_tail.contains("panic: cannot parse"), "{stderr_tail}");
+            assert!(!err.to_string().contains("panic"), "the message carries stderr: {err}");
         }
         other => panic!("expected Exited, got {other}"),
     }
@@ -116,7 +125,7 @@ async fn a_missing_command_is_reported_as_a_spawn_failure() {
     let up = StdioUpstream::spawn(cfg, Tap::disabled(), CancellationToken::new());
     let mut ev = up.events();
     let reason = loop {
-        if let UpstreamEvent::GaveUp { reason } = next_event(&mut ev).await {
+        if let UpstreamEvent::GaveUp { reason, .. } = next_event(&mut ev).await {
             break reason;
         }
     };
