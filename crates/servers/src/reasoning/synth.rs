@@ -674,6 +674,7 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
     if deficiency {
         if let Some(f) = &vision.failure_mode
             && f.kind != "none"
+            && f.kind != "undetermined"
             && !f.kind.is_empty()
         {
             summary.push_str(&format!(" Probable cause: {}.", f.kind.replace('-', " ")));
