@@ -11,7 +11,7 @@ use switchboard_router::registry::BuiltinConnector;
 use switchboard_servers::knowledge::{KnowledgeBase, server::KnowledgeServer};
 use switchboard_servers::reasoning::{LlmConfig, ReasoningConfig, ReasoningServer};
 use switchboard_servers::serve::builtin_in_memory;
-use switchboard_servers::vision::{VisionConfig, VisionServer};
+use switchboard_servers::vision::{ImageSourceConfig, VisionConfig, VisionServer};
 use switchboard_transport::pipe::PipeUpstream;
 use switchboard_transport::{Tap, Upstream};
 use tokio_util::sync::CancellationToken;
@@ -30,6 +30,12 @@ pub struct BuiltinsConfig {
     pub llm_url: Option<String>,
     /// Model name for the LLM endpoint.
     pub llm_model: Option<String>,
+    /// The blob store directory the vision server reads blob references from, without HTTP. `None`: the
+    /// `blobs` directory beside `knowledge_db` when that is set (where `serve` and `diagnose` keep it), else
+    /// no blob store (a standalone server takes images inline).
+    pub blob_dir: Option<PathBuf>,
+    /// Hosts, addresses and CIDR blocks the vision server may fetch other http(s) images from (empty: none).
+    pub image_allow: Vec<String>,
 }
 
 /// The three handlers, ready to be connected.
@@ -56,8 +62,17 @@ impl Builtins {
         let llm = config.llm_url.as_ref().map(|url| {
             LlmConfig::new(url.clone(), config.llm_model.clone().unwrap_or_else(|| "llama3.1".into()))
         });
+        let blob_dir = config.blob_dir.clone().or_else(|| {
+            config
+                .knowledge_db
+                .as_deref()
+                .map(|k| k.parent().unwrap_or(std::path::Path::new(".")).join("blobs"))
+        });
+        let http_allow = switchboard_servers::vision::source::allow::parse_rules(&config.image_allow)
+            .map_err(|e| anyhow::anyhow!("vision image allowlist: {e}"))?;
+        let image_source = ImageSourceConfig { blob_dir, http_allow, ..ImageSourceConfig::default() };
         Ok(Builtins {
-            vision: VisionServer::new(VisionConfig::default()),
+            vision: VisionServer::new(VisionConfig { image_source }),
             knowledge: KnowledgeServer::new(kb),
             reasoning: ReasoningServer::new(ReasoningConfig { llm }),
         })
@@ -91,6 +106,11 @@ pub async fn open_knowledge(path: &std::path::Path) -> anyhow::Result<KnowledgeB
         kb.import_sections(std::path::Path::new("embedded"), &sections).await?;
     }
     Ok(kb)
+}
+
+/// The blob store directory beside the router's database (the one `serve` and `diagnose` open).
+pub fn blob_dir_beside(db: &std::path::Path) -> PathBuf {
+    db.parent().unwrap_or(std::path::Path::new(".")).join("blobs")
 }
 
 /// The knowledge base file beside the router's database.

@@ -1,7 +1,8 @@
 //! `switchboard diagnose IMAGE`: the thermal diagnosis flow through the router.
 //!
 //! Everything runs in this process but on the real paths: the image goes into the blob
-//! store and is served over HTTP on loopback, the built-in servers are reached through
+//! store and reaches vision as a `blob:<sha256>` reference (read from the blob directory,
+//! never over HTTP; the store is also served on loopback), the built-in servers are reached through
 //! the registry's MCP connections, and the run is persisted (a refused upload is stored
 //! as a failed run too).
 
@@ -73,8 +74,9 @@ impl Env {
             cancel.child_token(),
         );
         let knowledge_db = Some(crate::builtins::knowledge_db_beside(&config.db_path));
+        let blob_dir = Some(crate::builtins::blob_dir_beside(&config.db_path));
         registry.set_builtins(Arc::new(
-            Builtins::new(&BuiltinsConfig { knowledge_db, ..Default::default() }).await?,
+            Builtins::new(&BuiltinsConfig { knowledge_db, blob_dir, ..Default::default() }).await?,
         ));
         let mut specs = config.servers.clone();
         if !specs.iter().any(|s| matches!(s.transport, switchboard_router::TransportSpec::Builtin { .. })) {
@@ -85,8 +87,7 @@ impl Env {
         }
         registry.add_all(specs).await?;
         registry.wait_settled(Duration::from_secs(30)).await;
-        let blob_dir = config.db_path.parent().unwrap_or(Path::new(".")).join("blobs");
-        let blobs = BlobStore::open(blob_dir, max_bytes)?;
+        let blobs = BlobStore::open(crate::builtins::blob_dir_beside(&config.db_path), max_bytes)?;
         let listener =
             tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the blob listener")?;
         let base_url = format!("http://{}", listener.local_addr()?);
@@ -140,7 +141,8 @@ impl Env {
                 return Ok(record);
             }
         };
-        input.insert("image".into(), json!(format!("{}/blobs/{}", self.base_url, blob.sha256)));
+        // A blob reference: vision reads it from the blob directory, not over HTTP.
+        input.insert("image".into(), json!(format!("blob:{}", blob.sha256)));
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let draw = opts.progress;
         let total = flow.nodes().len();
@@ -246,10 +248,16 @@ pub fn render(record: &RunRecord) -> String {
         );
     }
     out += &format!(
-        "severity      {} — {}\n",
-        sev["band"].as_str().unwrap_or("?"),
-        sev["action"].as_str().unwrap_or("")
+        "equipment     {} ({})\n",
+        vision["equipment"].as_str().unwrap_or("?"),
+        vision["equipment_reason"].as_str().unwrap_or("")
     );
+    let grade = match (sev["band"].as_str(), sev["class"].as_str()) {
+        (Some(b), _) => format!("{b} ({})", sev["standard"].as_str().unwrap_or("NETA")),
+        (None, Some(c)) => format!("{c} ({})", sev["standard"].as_str().unwrap_or("IEC TS 62446-3")),
+        (None, None) => "not graded".to_owned(),
+    };
+    out += &format!("severity      {grade} — {}\n", sev["action"].as_str().unwrap_or(""));
     if let Some(s) = reasoning["summary"].as_str() {
         out += &format!("summary       {s}\n");
     }
@@ -262,6 +270,29 @@ pub fn render(record: &RunRecord) -> String {
     let lat: Vec<String> = record.nodes.iter().map(|n| format!("{} {} ms", n.id, n.latency_ms)).collect();
     out += &format!("latency       {}\n", lat.join(", "));
     out
+}
+
+/// Runs the labelled diagnosis evaluation (`switchboard diagnose --eval`) on the embedded knowledge corpus.
+///
+/// `data` is the thermal sample directory; default `$SWITCHBOARD_THERMAL_DATA`, else the first
+/// `shared/data/thermal` above the current directory.
+pub async fn eval(data: Option<&Path>) -> anyhow::Result<switchboard_servers::eval::EvalReport> {
+    let dir = match data {
+        Some(d) => d.to_path_buf(),
+        None => match std::env::var_os("SWITCHBOARD_THERMAL_DATA") {
+            Some(d) => PathBuf::from(d),
+            None => {
+                let cwd = std::env::current_dir()?;
+                cwd.ancestors().map(|a| a.join("shared/data/thermal")).find(|p| p.is_dir()).context(
+                    "thermal sample directory not found: pass --data DIR or set SWITCHBOARD_THERMAL_DATA",
+                )?
+            }
+        },
+    };
+    anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
+    let cases = switchboard_servers::eval::cases().map_err(anyhow::Error::msg)?;
+    let kb = switchboard_servers::knowledge::KnowledgeBase::embedded().await?;
+    Ok(switchboard_servers::eval::run(&cases, kb, &dir).await)
 }
 
 /// The default upload limit for `diagnose`.
@@ -298,7 +329,7 @@ pub async fn bench(env: &Env, image: &Path, runs: usize) -> anyhow::Result<Bench
     let flow = env.load_flow(None)?;
     let engine = Engine::new(Arc::new(RegistryInvoker::new(env.registry.clone())));
     let blob = env.blobs.put_file(image).await?;
-    let input = json!({"image": format!("{}/blobs/{}", env.base_url, blob.sha256)});
+    let input = json!({"image": format!("blob:{}", blob.sha256)});
     let bytes = tokio::fs::read(image).await?;
     let mut per_node: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
     let mut e2e = Vec::new();

@@ -148,9 +148,27 @@ enum Command {
         json: bool,
     },
     /// Diagnose a thermal image with the vision → knowledge → reasoning flow.
+    ///
+    /// With --eval, runs the labelled evaluation set instead (real images from the thermal sample directory plus
+    /// written-out scenarios) through the same vision → knowledge → reasoning steps and prints, per case and
+    /// overall: recall@3 and precision@3 of the manual sections found, plan precision (share of plan steps
+    /// taken from sections of the right component group) and criteria accuracy.
     Diagnose {
         /// The image (FLIR radiometric JPEG, FFF/SEQ, DJI R-JPEG or a plain image).
-        image: PathBuf,
+        #[arg(required_unless_present = "eval")]
+        image: Option<PathBuf>,
+        /// What the image shows: panel, board, motor-bearing, pv-module, transformer, building-envelope or other.
+        /// It decides the criteria (NETA band for electrical equipment, IEC TS 62446-3 class for PV modules,
+        /// none otherwise); without it, and without a context naming it, the equipment is reported unknown.
+        #[arg(long, value_name = "KIND")]
+        equipment: Option<String>,
+        /// Run the labelled evaluation set and print recall@3, precision@3 and plan precision.
+        #[arg(long, conflicts_with_all = ["image", "flow"])]
+        eval: bool,
+        /// Thermal sample directory for --eval (default: $SWITCHBOARD_THERMAL_DATA, else the first
+        /// shared/data/thermal above the current directory).
+        #[arg(long, value_name = "DIR", requires = "eval")]
+        data: Option<PathBuf>,
         /// A flow file instead of the default thermal diagnosis.
         #[arg(long)]
         flow: Option<PathBuf>,
@@ -389,11 +407,45 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Diagnose { image, flow, json, emissivity, ambient_c, context, max_bytes } => {
+        Command::Diagnose {
+            image,
+            flow,
+            json,
+            emissivity,
+            ambient_c,
+            context,
+            max_bytes,
+            equipment,
+            eval,
+            data,
+        } => {
             if std::env::var_os("RUST_LOG").is_some() {
                 init_tracing();
             }
+            if eval {
+                return match switchboard_app::diagnose::eval(data.as_deref()).await {
+                    Ok(report) => {
+                        if json {
+                            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+                        } else {
+                            print!("{}", report.render());
+                        }
+                        if report.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                    }
+                    Err(e) => {
+                        eprintln!("switchboard: {e:#}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
+            let Some(image) = image else {
+                eprintln!("switchboard: diagnose needs an IMAGE (or --eval)");
+                return ExitCode::FAILURE;
+            };
             let mut extra = serde_json::Map::new();
+            if let Some(e) = equipment {
+                extra.insert("equipment".into(), e.into());
+            }
             if let Some(e) = emissivity {
                 extra.insert("emissivity".into(), e.into());
             }

@@ -93,6 +93,10 @@ pub enum Error {
     /// The image bytes are not a readable thermal image.
     #[error("cannot read thermal image: {0}")]
     Thermal(#[from] switchboard_thermal::Error),
+    /// The image bytes match no supported format (unlike the decoder's own error, this one never quotes the
+    /// bytes: they may come from a third party).
+    #[error("cannot read thermal image: unrecognised image format (expected JPEG, PNG, FFF or SEQ)")]
+    UnknownImageFormat,
     /// A tool argument is out of range or malformed.
     #[error("invalid argument `{field}`: {message}")]
     InvalidArgument {

@@ -10,10 +10,13 @@
 //!   ranking plus trigram matching of part numbers).
 //! - [`reasoning`]: repair planning behind `generate_repair_steps` (deterministic synthesis, optional LLM).
 //!
+//! - [`eval`]: the labelled diagnosis evaluation (knowledge recall@3/precision@3, plan precision).
+//!
 //! All servers are plain rmcp [`rmcp::ServerHandler`]s; [`serve`] runs any of them over stdio, Streamable HTTP,
 //! WebSocket or an in-memory pipe.
 
 pub mod error;
+pub mod eval;
 pub mod knowledge;
 pub mod reasoning;
 pub mod serve;

@@ -32,10 +32,12 @@ fn node<'a>(run: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 fn the_overheated_neutral_is_a_major_discrepancy() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sb.db");
-    let (code, run, err) = diagnose(&db, &data("wm01_200_deg_neutral.jpg"), &[]);
+    let (code, run, err) = diagnose(&db, &data("wm01_200_deg_neutral.jpg"), &["--equipment", "panel"]);
     assert_eq!(code, Some(0), "{err}\n{run}");
     assert_eq!(run["outcome"], "ok");
     let vision = &node(&run, "vision")["output"];
+    assert_eq!(vision["equipment"], "panel", "{vision}");
+    assert_eq!(vision["equipment_source"], "operator", "{vision}");
     assert_eq!(vision["severity"]["band"], "major", "{vision}");
     assert!(vision["severity"]["action"].as_str().unwrap().contains("major discrepancy; repair immediately"));
     assert!(vision["delta_t_ref_c"].as_f64().unwrap() > 15.0);
@@ -56,16 +58,87 @@ fn the_overheated_neutral_is_a_major_discrepancy() {
         reasoning["safety"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().contains("lockout")),
         "{reasoning}"
     );
-    // The image travelled as a blob URL served by the router, not as base64.
-    assert!(run["input"]["image"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{}", run["input"]);
+    // The plan stays on the overheated termination: no battery, UPS, intercell, capacitor or contactor steps,
+    // and every step names the manual section it comes from.
+    for step in reasoning["steps"].as_array().unwrap() {
+        let step = step.as_str().unwrap();
+        let words: Vec<String> = step.split(|c: char| !c.is_alphanumeric()).map(str::to_lowercase).collect();
+        for banned in
+            ["battery", "batteries", "ups", "intercell", "capacitor", "capacitors", "contactor", "contactors"]
+        {
+            assert!(!words.iter().any(|w| w == banned), "step mentions {banned}: {step}");
+        }
+        assert!(step.contains("[manual: "), "step names no source section: {step}");
+    }
+    let knowledge = &node(&run, "knowledge")["output"]["results"];
+    for hit in knowledge.as_array().unwrap() {
+        assert_eq!(hit["group"], "termination", "{hit}");
+    }
+    // The image travelled as a blob reference that vision reads from the blob store, not as base64 or HTTP.
+    assert!(run["input"]["image"].as_str().unwrap().starts_with("blob:"), "{}", run["input"]);
 }
 
 #[test]
 fn a_uniform_pipe_has_no_deficiency() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, run, err) = diagnose(&dir.path().join("sb.db"), &data("rt_ax8.jpg"), &[]);
+    let (code, run, err) =
+        diagnose(&dir.path().join("sb.db"), &data("rt_ax8.jpg"), &["--equipment", "panel"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(node(&run, "vision")["output"]["severity"]["band"], "none");
+}
+
+#[test]
+fn without_equipment_the_image_is_unknown_and_gets_no_band() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, err) = diagnose(&dir.path().join("sb.db"), &data("wm01_200_deg_neutral.jpg"), &[]);
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    let vision = &node(&run, "vision")["output"];
+    assert_eq!(vision["equipment"], "unknown", "{vision}");
+    assert_eq!(vision["equipment_source"], "none");
+    assert!(vision["equipment_reason"].as_str().unwrap().contains("unknown"), "{vision}");
+    assert!(vision["severity"]["band"].is_null(), "no NETA band: {}", vision["severity"]);
+    assert_eq!(vision["severity"]["standard"], "none");
+    assert!(vision["delta_t_ref_c"].as_f64().unwrap() > 15.0, "the ΔT figures are still reported");
+    let reasoning = &node(&run, "reasoning")["output"];
+    let first = reasoning["steps"][0].as_str().unwrap();
+    assert!(first.starts_with("Confirm what the image shows"), "{reasoning}");
+    assert!(reasoning["summary"].as_str().unwrap().starts_with("Not graded"), "{reasoning}");
+}
+
+#[test]
+fn a_pv_module_gets_an_iec_62446_3_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, err) =
+        diagnose(&dir.path().join("sb.db"), &data("rt_zenmuse_xtr.jpg"), &["--equipment", "pv-module"]);
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    let severity = &node(&run, "vision")["output"]["severity"];
+    assert_eq!(severity["standard"], "IEC TS 62446-3", "{severity}");
+    assert!(severity["band"].is_null(), "{severity}");
+    assert!(severity["class"].as_str().unwrap().starts_with("CoA "), "{severity}");
+}
+
+#[test]
+fn the_evaluation_command_prints_the_scores() {
+    let out = Command::new(switchboard())
+        .args(["diagnose", "--eval", "--data"])
+        .arg(repo_root().join("../shared/data/thermal"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let summary = text.lines().last().unwrap();
+    for word in ["recall@3", "precision@3", "plan precision"] {
+        assert!(summary.contains(word), "{summary}");
+    }
+    let plan: f64 = summary
+        .split("plan precision ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(plan >= 0.9, "{summary}");
+    let help = Command::new(switchboard()).args(["diagnose", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--eval"));
 }
 
 #[test]

@@ -151,6 +151,7 @@ pub fn vision_output() -> Value {
                       "max_c": 88.4, "mean_c": 70.1, "area_px": 40, "delta_ref_c": 57.4}],
         "reference": {"method": "median", "temperature_c": 31.0},
         "delta_t_ref_c": 57.4, "delta_t_ambient_c": null,
+        "equipment": "panel", "component": {"kind": "termination", "group": "termination", "source": "failure-mode"},
         "severity": {"band": "major", "criterion": "ΔT over similar component > 15 °C", "action": "repair immediately"},
         "suspected_component": {"designator": "Q3", "distance_px": 4.0},
         "failure_mode": {"kind": "loose-connection", "hypothesis": "high-resistance joint", "evidence": []},
@@ -184,7 +185,9 @@ fn vision_input_schema() -> Value {
             "distance_m": {"type": "number", "minimum": 0},
             "ambient_c": {"type": "number", "minimum": -60, "maximum": 200},
             "reference_region": {"$ref": "#/$defs/rect"},
-            "component_map": {"type": "string"}
+            "component_map": {"type": "string"},
+            "equipment": {"type": "string"},
+            "context": {"type": "string"}
         },
         "required": ["image"],
         "additionalProperties": false,
@@ -209,6 +212,10 @@ fn vision_output_schema() -> Value {
                 "method": {"type": "string"}, "temperature_c": num_or_null}},
             "delta_t_ref_c": num_or_null,
             "delta_t_ambient_c": num_or_null,
+            "equipment": {"type": "string"},
+            "component": {"type": "object", "properties": {
+                "kind": {"type": "string"}, "group": {"type": "string"}, "source": {"type": "string"}},
+                "required": ["kind", "group", "source"]},
             "severity": {"type": "object", "properties": {
                 "band": {"type": "string", "enum": ["none", "possible", "probable", "monitor", "major"]},
                 "criterion": {"type": "string"}, "action": {"type": "string"}},
@@ -234,6 +241,9 @@ fn knowledge_input_schema() -> Value {
             "query": {"type": "string"},
             "part_number": {"type": "string"},
             "component_kind": {"type": "string"},
+            "component_group": {"type": "string"},
+            "failure_mode": {"type": "string"},
+            "equipment": {"type": "string"},
             "top_k": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5}
         },
         "required": ["query"],

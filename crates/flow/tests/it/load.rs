@@ -165,7 +165,7 @@ fn a_constant_that_violates_the_tool_schema_is_refused() {
 #[test]
 fn an_argument_the_tool_does_not_take_is_refused() {
     let (_, msg) = refused(&BASE.replace("top_k = 3", "top_k = 3, colour = \"red\""));
-    assert!(msg.contains("node `knowledge`, field `arguments.colour`: tool `knowledge__search_manual` takes no argument `colour` (it takes: query, part_number, component_kind, top_k)"), "{msg}");
+    assert!(msg.contains("node `knowledge`, field `arguments.colour`: tool `knowledge__search_manual` takes no argument `colour` (it takes: query, part_number, component_kind, component_group, failure_mode, equipment, top_k)"), "{msg}");
 }
 
 #[test]

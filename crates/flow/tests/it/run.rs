@@ -48,10 +48,21 @@ async fn three_nodes_run_in_order_with_progress_and_rendered_arguments() {
     );
 
     // Absent optional inputs are left out, not sent as null.
-    assert_eq!(fake.calls_of(VISION), [json!({"image": "http://127.0.0.1:9/blobs/abc", "emissivity": 0.95})]);
+    assert_eq!(
+        fake.calls_of(VISION),
+        [json!({"image": "http://127.0.0.1:9/blobs/abc", "emissivity": 0.95, "context": "full load"})]
+    );
+    // The knowledge query is built from structure: component and failure mode as fields, equipment as filter.
     assert_eq!(
         fake.calls_of(KNOWLEDGE),
-        [json!({"query": "loose-connection high-resistance joint Q3 severity major", "top_k": 3})]
+        [json!({
+            "query": "termination loose-connection",
+            "component_kind": "termination",
+            "component_group": "termination",
+            "failure_mode": "loose-connection",
+            "equipment": "panel",
+            "top_k": 3
+        })]
     );
     assert_eq!(
         fake.calls_of(REASONING),

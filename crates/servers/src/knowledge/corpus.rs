@@ -10,6 +10,7 @@
 //! kind: regulator
 //! parts: LM7805, L7805CV
 //! symptoms: 7805 hot, regulator heatsink hot
+//! modes: semiconductor-overheating
 //!
 //! Prose paragraphs…
 //!
@@ -23,7 +24,9 @@
 //! Source: where the knowledge comes from
 //! ```
 //!
-//! The metadata lines must directly follow the `## ` heading; `id` and `kind` are required, and every section needs
+//! The metadata lines must directly follow the `## ` heading; `id` and `kind` are required; `modes` (optional) lists
+//! the failure modes the section is about (the vision server's `failure_mode.kind` values; without it the
+//! defaults of the kind's group apply, see [`super::taxonomy`]), and every section needs
 //! at least one step. Errors name the file and the 1-based line so that a broken import can be fixed quickly.
 //! JSON imports are an array of objects with the same fields as [`Section`].
 
@@ -52,6 +55,10 @@ pub struct Section {
     /// Short symptom phrases an operator might type.
     #[serde(default)]
     pub symptoms: Vec<String>,
+    /// Failure modes the section is about (`loose-connection`, `overload-imbalance`, …); empty: the defaults of
+    /// the kind's group ([`super::taxonomy::default_modes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<String>,
     /// Explanatory prose (paragraphs separated by a blank line).
     #[serde(default)]
     pub body: String,
@@ -67,6 +74,20 @@ pub struct Section {
 }
 
 impl Section {
+    /// The component group of the section ([`super::taxonomy::group_of`] of its kind).
+    pub fn group(&self) -> String {
+        super::taxonomy::group_of(&self.kind)
+    }
+
+    /// The failure modes the section is about: its `modes`, else its group's defaults.
+    pub fn failure_modes(&self) -> Vec<String> {
+        if self.modes.is_empty() {
+            super::taxonomy::default_modes(&self.group()).iter().map(|m| (*m).to_owned()).collect()
+        } else {
+            self.modes.clone()
+        }
+    }
+
     /// Checks the rules every section must satisfy, whatever format it came from.
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.id.is_empty() {
@@ -152,7 +173,7 @@ struct Draft {
     seen_keys: Vec<&'static str>,
 }
 
-const META_KEYS: [&str; 4] = ["id", "kind", "parts", "symptoms"];
+const META_KEYS: [&str; 5] = ["id", "kind", "parts", "symptoms", "modes"];
 
 /// Parses the Markdown format described in the module docs. `path` is only used in error messages.
 pub fn parse_markdown(path: &Path, text: &str) -> Result<Vec<Section>> {
@@ -209,6 +230,7 @@ pub fn parse_markdown(path: &Path, text: &str) -> Result<Vec<Section>> {
                     kind: String::new(),
                     parts: Vec::new(),
                     symptoms: Vec::new(),
+                    modes: Vec::new(),
                     body: String::new(),
                     steps: Vec::new(),
                     safety: Vec::new(),
@@ -258,7 +280,7 @@ pub fn parse_markdown(path: &Path, text: &str) -> Result<Vec<Section>> {
                 let Some(key) = META_KEYS.iter().copied().find(|k| *k == key) else {
                     return Err(err(
                         line_no,
-                        format!("unknown field `{key}`: expected one of id, kind, parts, symptoms"),
+                        format!("unknown field `{key}`: expected one of id, kind, parts, symptoms, modes"),
                     ));
                 };
                 if d.seen_keys.contains(&key) {
@@ -284,6 +306,10 @@ pub fn parse_markdown(path: &Path, text: &str) -> Result<Vec<Section>> {
                         d.section.kind = value.to_ascii_lowercase();
                     }
                     "parts" => d.section.parts = split_list(value),
+                    "modes" => {
+                        d.section.modes =
+                            split_list(value).into_iter().map(|m| m.to_ascii_lowercase()).collect();
+                    }
                     _ => d.section.symptoms = split_list(value),
                 }
                 continue;

@@ -24,7 +24,23 @@
 //! matches therefore always come first, then fuzzy ones, then text matches; ties inside a tier go to the better
 //! text match.
 //!
-//! `component_kind` is a **strong boost, not a filter**: the final score becomes `(base + 2·k) / 3`, where `k` is
+//! # Structured queries
+//!
+//! A query that names a `component_group` (or a `component_kind`, whose group is derived, see [`taxonomy`])
+//! together with a `failure_mode`, or either of them alone, ranks on section *metadata* rather than on words:
+//! every section of the group, and every section about the failure mode, is a candidate whatever its text, and
+//! the score is `0.2·base + 0.5·g + 0.3·m`, where `g` is `1` for the requested kind, `0.85` for another kind of
+//! the same group, `0` otherwise, and `m` is `1` when the section's modes include the failure mode. With a
+//! failure mode but no group, the score is `0.5·base + 0.5·m`. `equipment` is a **filter** in every query: a
+//! section whose group does not occur in that equipment (a battery string in a PV module) is never returned;
+//! method sections (survey practice, criteria) occur in all. The metadata also filters: only the best tier
+//! present is returned (sections of the group about the failure mode; else of the group or about the mode), so
+//! a section about another component never fills a slot. Each hit lists why it matched: group, failure mode,
+//! text, part number.
+//!
+//! # Free-text queries
+//!
+//! `component_kind` alone (no group, no failure mode) keeps the older behaviour, a **strong boost, not a filter**: the final score becomes `(base + 2·k) / 3`, where `k` is
 //! `1` when the section's kind equals the requested kind, `0.6` when one is a hyphen-word prefix or suffix of the
 //! other (`breaker` ~ `afci-breaker`) and `0` otherwise. Sections of the requested kind thus rise above every
 //! other section, but a kind the vision step got wrong, or one the corpus spells differently, still returns the
@@ -45,7 +61,7 @@ use sqlx::{
 
 use super::{
     corpus::{self, Section},
-    embedded, text,
+    embedded, taxonomy, text,
 };
 use crate::error::{Error, Result, SqlContext};
 
@@ -98,6 +114,17 @@ pub struct SearchQuery {
     /// The component kind, e.g. from the vision step (`breaker`, `electrolytic-capacitor`).
     #[serde(default)]
     pub component_kind: Option<String>,
+    /// The component group (`termination`, `capacitor`, …, see [`taxonomy`]); default: the group of
+    /// `component_kind` when a failure mode is given.
+    #[serde(default)]
+    pub component_group: Option<String>,
+    /// The failure mode (`loose-connection`, `overload-imbalance`, …), matched against section modes.
+    #[serde(default)]
+    pub failure_mode: Option<String>,
+    /// The equipment kind (`panel`, `board`, `pv-module`, …); filters out sections of groups that do not occur
+    /// in it.
+    #[serde(default)]
+    pub equipment: Option<String>,
     /// Number of hits wanted; clamped to `1..=`[`MAX_TOP_K`].
     #[serde(default = "default_top_k")]
     pub top_k: usize,
@@ -109,7 +136,15 @@ fn default_top_k() -> usize {
 
 impl Default for SearchQuery {
     fn default() -> Self {
-        Self { query: String::new(), part_number: None, component_kind: None, top_k: DEFAULT_TOP_K }
+        Self {
+            query: String::new(),
+            part_number: None,
+            component_kind: None,
+            component_group: None,
+            failure_mode: None,
+            equipment: None,
+            top_k: DEFAULT_TOP_K,
+        }
     }
 }
 
@@ -131,6 +166,53 @@ impl SearchQuery {
     pub fn component_kind(mut self, kind: impl Into<String>) -> Self {
         self.component_kind = Some(kind.into());
         self
+    }
+
+    /// Sets the component group.
+    #[must_use]
+    pub fn component_group(mut self, group: impl Into<String>) -> Self {
+        self.component_group = Some(group.into());
+        self
+    }
+
+    /// Sets the failure mode.
+    #[must_use]
+    pub fn failure_mode(mut self, mode: impl Into<String>) -> Self {
+        self.failure_mode = Some(mode.into());
+        self
+    }
+
+    /// Sets the equipment kind.
+    #[must_use]
+    pub fn equipment(mut self, equipment: impl Into<String>) -> Self {
+        self.equipment = Some(equipment.into());
+        self
+    }
+
+    /// The group the query asks for, when it asks for one: `component_group`, else the group of
+    /// `component_kind` when a failure mode makes the query structured.
+    pub fn group(&self) -> Option<String> {
+        let explicit =
+            self.component_group.as_deref().filter(|g| taxonomy::is_known(g)).map(taxonomy::group_of);
+        explicit.or_else(|| {
+            self.mode()?;
+            self.component_kind.as_deref().filter(|k| taxonomy::is_known(k)).map(taxonomy::group_of)
+        })
+    }
+
+    /// The failure mode asked for (`none`, `unknown` and `undetermined` ask for nothing).
+    pub fn mode(&self) -> Option<&str> {
+        self.failure_mode
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| taxonomy::is_known(m) && !m.eq_ignore_ascii_case("undetermined"))
+    }
+
+    fn equipment_filter(&self) -> Option<String> {
+        self.equipment
+            .as_deref()
+            .map(|e| e.trim().to_ascii_lowercase())
+            .filter(|e| taxonomy::is_known(e) && e != "other")
     }
 
     /// Sets the number of hits.
@@ -167,6 +249,18 @@ pub enum MatchReason {
         /// BM25 relative to the best text match of this query, `0..=1`.
         relevance: f64,
     },
+    /// The section belongs to the requested component group.
+    Group {
+        /// The group.
+        group: String,
+        /// The section's kind.
+        kind: String,
+    },
+    /// The section is about the requested failure mode.
+    FailureMode {
+        /// The mode.
+        mode: String,
+    },
     /// The section's kind matches the requested `component_kind`.
     Kind {
         /// The section's kind.
@@ -185,6 +279,8 @@ impl std::fmt::Display for MatchReason {
             }
             Self::Text { relevance } => write!(f, "text match ({relevance:.2})"),
             Self::Kind { kind, affinity } => write!(f, "kind {kind} ({affinity:.1})"),
+            Self::Group { group, kind } => write!(f, "component group {group} (kind {kind})"),
+            Self::FailureMode { mode } => write!(f, "failure mode {mode}"),
         }
     }
 }
@@ -200,6 +296,10 @@ pub struct Hit {
     pub family: String,
     /// Component kind.
     pub kind: String,
+    /// Component group of the kind ([`taxonomy::group_of`]).
+    pub group: String,
+    /// Failure modes the section is about.
+    pub modes: Vec<String>,
     /// Relevance in `0..=1` (see the module docs for how it is composed).
     pub score: f64,
     /// Diagnosis and repair steps.
@@ -439,9 +539,13 @@ impl KnowledgeBase {
     /// No user input produces an SQL or FTS5 syntax error.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>> {
         let part_number = query.part_number.as_deref().filter(|p| !p.trim().is_empty());
-        if query.query.trim().is_empty() && part_number.is_none() {
+        let group = query.group();
+        let mode = query.mode();
+        let structured = group.is_some() || mode.is_some();
+        if query.query.trim().is_empty() && part_number.is_none() && !structured {
             return Err(Error::EmptyQuery);
         }
+        let equipment = query.equipment_filter();
         let top_k = query.top_k.clamp(1, MAX_TOP_K);
         let mut conn = self.pool.acquire().await.ctx("opening a connection")?;
 
@@ -520,18 +624,79 @@ impl KnowledgeBase {
             }
         }
 
+        // Structure: every section of the group or about the failure mode is a candidate.
+        let mut modes_of: HashMap<String, Vec<String>> = HashMap::new();
+        if structured || equipment.is_some() {
+            let rows = sqlx::query("SELECT id, kind, doc FROM kb_section")
+                .fetch_all(&mut *conn)
+                .await
+                .ctx("reading section metadata")?;
+            for row in rows {
+                let id: String = row.get("id");
+                let doc: String = row.get("doc");
+                let section = decode(&id, &doc)?;
+                let modes = section.failure_modes();
+                let in_group = group.as_deref().is_some_and(|g| section.group() == g);
+                let about_mode = mode.is_some_and(|m| modes.iter().any(|x| x == m));
+                if in_group || about_mode {
+                    candidates.entry(id.clone()).or_insert_with(|| Candidate::new(row.get("kind")));
+                }
+                modes_of.insert(id, modes);
+            }
+        }
+
         // Score, rank, cut.
-        let kind = query.component_kind.as_deref().filter(|k| !k.trim().is_empty());
+        let kind = query.component_kind.as_deref().filter(|k| taxonomy::is_known(k));
         let mut scored: Vec<(f64, String, Candidate)> = candidates
             .into_iter()
+            .filter(|(_, c)| {
+                let Some(e) = &equipment else { return true };
+                taxonomy::equipment_of(&taxonomy::group_of(&c.kind))
+                    .is_none_or(|list| list.contains(&e.as_str()))
+            })
             .map(|(id, c)| {
-                let mut score = c.base_score();
-                if let Some(kind) = kind {
-                    score = (score + 2.0 * text::kind_affinity(kind, &c.kind)) / 3.0;
-                }
+                let base = c.base_score();
+                let section_group = taxonomy::group_of(&c.kind);
+                let about_mode =
+                    mode.is_some_and(|m| modes_of.get(&id).is_some_and(|ms| ms.iter().any(|x| x == m)));
+                let m = if about_mode { 1.0 } else { 0.0 };
+                let score = match (&group, mode) {
+                    (Some(g), _) => {
+                        let g_score = if *g != section_group {
+                            0.0
+                        } else if kind.is_some_and(|k| text::kind_affinity(k, &c.kind) >= 1.0) {
+                            1.0
+                        } else {
+                            0.85
+                        };
+                        0.2 * base + 0.5 * g_score + 0.3 * m
+                    }
+                    (None, Some(_)) => 0.5 * base + 0.5 * m,
+                    (None, None) => match kind {
+                        Some(kind) => (base + 2.0 * text::kind_affinity(kind, &c.kind)) / 3.0,
+                        None => base,
+                    },
+                };
                 (score, id, c)
             })
             .collect();
+        if structured {
+            // Metadata is a filter as well as a boost: keep only the best tier present (group and mode both
+            // matching, else one of them), so a section about another component never fills a slot.
+            let tier = |id: &str, c: &Candidate| {
+                let g = group.as_deref().map(|g| taxonomy::group_of(&c.kind) == g);
+                let m = mode.map(|m| modes_of.get(id).is_some_and(|ms| ms.iter().any(|x| x == m)));
+                match (g, m) {
+                    (Some(true), Some(true)) | (Some(true), None) | (None, Some(true)) => 2,
+                    (Some(true), Some(false)) | (Some(false), Some(true)) => 1,
+                    _ => 0,
+                }
+            };
+            let best = scored.iter().map(|(_, id, c)| tier(id, c)).max().unwrap_or(0);
+            if best > 0 {
+                scored.retain(|(_, id, c)| tier(id, c) == best);
+            }
+        }
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         scored.truncate(top_k);
 
@@ -555,10 +720,18 @@ impl KnowledgeBase {
                     }
                 });
             }
+            let section_group = section.group();
+            let modes = section.failure_modes();
+            if group.as_deref() == Some(section_group.as_str()) {
+                matched.push(MatchReason::Group { group: section_group.clone(), kind: section.kind.clone() });
+            }
+            if let Some(m) = mode.filter(|m| modes.iter().any(|x| x == m)) {
+                matched.push(MatchReason::FailureMode { mode: m.to_owned() });
+            }
             if c.text > 0.0 {
                 matched.push(MatchReason::Text { relevance: round3(c.text) });
             }
-            if let Some(kind) = kind {
+            if let Some(kind) = kind.filter(|_| !structured) {
                 let affinity = text::kind_affinity(kind, &section.kind);
                 if affinity > 0.0 {
                     matched.push(MatchReason::Kind { kind: section.kind.clone(), affinity });
@@ -569,6 +742,8 @@ impl KnowledgeBase {
                 title: section.title,
                 family: section.family,
                 kind: section.kind,
+                group: section_group,
+                modes,
                 score: round3(score),
                 steps: section.steps,
                 safety: section.safety,

@@ -55,6 +55,9 @@ impl KnowledgeServer {
             query: args.query,
             part_number: args.part_number,
             component_kind: args.component_kind,
+            component_group: args.component_group,
+            failure_mode: args.failure_mode,
+            equipment: args.equipment,
             top_k: args.top_k.unwrap_or(DEFAULT_TOP_K),
         };
         let hits = self.kb.search(&query).await?;
@@ -75,6 +78,15 @@ pub struct SearchManualArgs {
     /// Component kind (`breaker`, `regulator`, `electrolytic-capacitor`, …).
     #[serde(default)]
     pub component_kind: Option<String>,
+    /// Component group (`termination`, `capacitor`, `pv-module`, …).
+    #[serde(default)]
+    pub component_group: Option<String>,
+    /// Failure mode (`loose-connection`, `overload-imbalance`, …).
+    #[serde(default)]
+    pub failure_mode: Option<String>,
+    /// Equipment kind (`panel`, `board`, `pv-module`, …): a filter.
+    #[serde(default)]
+    pub equipment: Option<String>,
     /// Number of results, `1..=20`, default 3.
     #[serde(default)]
     pub top_k: Option<usize>,
@@ -96,6 +108,10 @@ pub struct ManualResult {
     pub title: String,
     /// Component kind.
     pub kind: String,
+    /// Component group of the kind (the diagnosed component family it belongs to).
+    pub group: String,
+    /// Failure modes the section is about.
+    pub modes: Vec<String>,
     /// Relevance, `0..=1`.
     pub score: f64,
     /// Diagnosis and repair steps, in order.
@@ -115,6 +131,8 @@ impl From<Hit> for ManualResult {
             id: hit.id,
             title: hit.title,
             kind: hit.kind,
+            group: hit.group,
+            modes: hit.modes,
             score: hit.score,
             steps: hit.steps,
             safety: hit.safety,
@@ -133,7 +151,15 @@ pub fn render_text(output: &SearchManualOutput) -> String {
         if n > 0 {
             text.push('\n');
         }
-        text.push_str(&format!("{}. {} [{}; kind {}; score {:.2}]\n", n + 1, r.title, r.id, r.kind, r.score));
+        text.push_str(&format!(
+            "{}. {} [{}; kind {} ({}); score {:.2}]\n",
+            n + 1,
+            r.title,
+            r.id,
+            r.kind,
+            r.group,
+            r.score
+        ));
         if !r.matched.is_empty() {
             text.push_str(&format!("   Matched: {}\n", r.matched.join("; ")));
         }
@@ -177,7 +203,7 @@ pub fn search_manual_tool() -> Tool {
                 "properties": {
                     "query": {
                         "type": "string",
-                        "description": "Symptoms and component description, e.g. 'breaker lug 30 °C hotter than the other phases'. May be empty when part_number is given."
+                        "description": "Symptoms and component description, e.g. 'breaker lug 30 °C hotter than the other phases'. May be empty when part_number, or component_group/failure_mode, is given."
                     },
                     "part_number": {
                         "type": "string",
@@ -186,6 +212,18 @@ pub fn search_manual_tool() -> Tool {
                     "component_kind": {
                         "type": "string",
                         "description": "Component kind, e.g. breaker, mccb, fuse, contactor, regulator, mosfet, electrolytic-capacitor. Sections of this kind are ranked first."
+                    },
+                    "component_group": {
+                        "type": "string",
+                        "description": "Component group (the diagnosed component family): termination, breaker, bus, conductor, fuse, disconnect, contactor, transformer, motor, pv-module, capacitor, semiconductor, connector, resistor, magnetics, pcb, … With a failure_mode the search ranks on section metadata: sections of this group about this failure mode first."
+                    },
+                    "failure_mode": {
+                        "type": "string",
+                        "description": "Failure mode from analyze_thermal_image (failure_mode.kind), e.g. loose-connection, overload-imbalance, capacitor-overheating, pv-hotspot."
+                    },
+                    "equipment": {
+                        "type": "string",
+                        "description": "Equipment kind from analyze_thermal_image (panel, board, pv-module, transformer, motor-bearing, …): sections of component groups that do not occur in it are left out."
                     },
                     "top_k": {
                         "type": "integer",
@@ -211,6 +249,8 @@ pub fn search_manual_tool() -> Tool {
                             "id": { "type": "string" },
                             "title": { "type": "string" },
                             "kind": { "type": "string" },
+                            "group": { "type": "string" },
+                            "modes": string_list,
                             "score": { "type": "number", "minimum": 0, "maximum": 1 },
                             "steps": string_list,
                             "safety": string_list,

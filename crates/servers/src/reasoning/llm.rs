@@ -10,7 +10,9 @@
 //! `{summary, steps[], parts[], safety[]}`. The answer is **validated** ([`LlmAnswer::validate`]) and then
 //! **merged** ([`merge`]): the model may rewrite the summary and the steps and add parts and precautions, but the
 //! severity, the mandatory safety preamble, the first (severity) step and the confidence stay those of the
-//! deterministic synthesis, because they rest on measurements and standards rather than on prose. Any failure
+//! deterministic synthesis, because they rest on measurements and standards rather than on prose. The model sees
+//! only the manual sections the deterministic plan used, and every step it writes must name one of them
+//! (`[manual: <id>]`); steps that do not are dropped, and with none left the deterministic steps stay. Any failure
 //! (connection, timeout, HTTP status, malformed JSON, failed validation) is returned as an error; the server then
 //! keeps the deterministic plan and says why in `notes`.
 
@@ -19,7 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::synth::{RepairPlan, push_unique};
+use super::synth::{RepairPlan, StepSource, is_duplicate, push_unique, step_section};
 use crate::error::{Error, Result};
 
 /// Default time limit of one LLM call.
@@ -124,7 +126,9 @@ const SYSTEM_PROMPT: &str = "You are an electrical maintenance engineer writing 
 inspection. You receive the thermal analysis, maintenance manual sections, the operator's context and a draft plan. \
 Answer with ONE JSON object and nothing else: {\"summary\": string, \"steps\": [string], \"parts\": [string], \
 \"safety\": [string]}. Keep the severity and its NETA action exactly as given; never weaken safety precautions; \
-order the steps as a technician would do them; use only facts from the inputs.";
+order the steps as a technician would do them; use only facts from the inputs. End every step with the manual \
+section it comes from, written exactly as `[manual: <section id>]`, using only the section ids of the draft's \
+steps; a step without such a source is discarded.";
 
 /// A client for one configured endpoint.
 #[derive(Debug, Clone)]
@@ -227,12 +231,47 @@ fn strip_fences(content: &str) -> &str {
 }
 
 /// Merges a validated answer into the deterministic plan (see the module documentation for what may change).
+///
+/// The model is held to the same rule as the deterministic synthesis: a step is kept only when it names one of
+/// the sections the deterministic plan used (`[manual: <id>]`), so it stays on the diagnosed component. When no
+/// step of the answer passes, the deterministic steps are kept.
 pub fn merge(mut plan: RepairPlan, answer: LlmAnswer, config: &LlmConfig) -> RepairPlan {
+    let allowed: Vec<StepSource> = plan.step_sources.clone();
+    let source_of = |step: &str| {
+        let id = step_section(step)?;
+        allowed.iter().find(|s| s.section == id).cloned()
+    };
+    let offered = answer.steps.len();
+    let kept: Vec<(String, StepSource)> = answer
+        .steps
+        .into_iter()
+        .filter_map(|s| source_of(&s).map(|src| (s.trim().to_owned(), src)))
+        .collect();
+    if kept.is_empty() {
+        plan.notes.push(format!(
+            "model {} offered no step naming a manual section of this plan; the deterministic steps are kept",
+            config.model
+        ));
+        return plan;
+    }
+    if kept.len() < offered {
+        plan.notes.push(format!(
+            "{} step(s) of the model named no manual section of this plan and were left out",
+            offered - kept.len()
+        ));
+    }
     plan.summary = answer.summary.trim().to_owned();
-    let severity_step = plan.steps.first().cloned();
-    let mut steps: Vec<String> = severity_step.into_iter().collect();
-    push_unique(&mut steps, answer.steps, &plan.safety);
+    let mut steps: Vec<String> = plan.steps.first().cloned().into_iter().collect();
+    let mut sources: Vec<StepSource> = plan.step_sources.first().cloned().into_iter().collect();
+    for (step, src) in kept {
+        if steps.iter().chain(&plan.safety).any(|x| is_duplicate(x, &step)) {
+            continue;
+        }
+        steps.push(step);
+        sources.push(src);
+    }
     plan.steps = steps;
+    plan.step_sources = sources;
     push_unique(&mut plan.parts, answer.parts, &[]);
     push_unique(&mut plan.safety, answer.safety, &[]);
     plan.backend = "llm".into();

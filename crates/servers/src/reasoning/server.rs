@@ -97,7 +97,20 @@ impl ReasoningServer {
         }
         let plan = synth::synthesize(&vision, &knowledge, args.context.as_deref());
         let Some(client) = &self.llm else { return Ok(plan) };
-        let inputs = json!({ "vision": args.vision, "knowledge": args.knowledge, "context": args.context });
+        // The model sees only the sections the plan used: the same rule as the deterministic synthesis.
+        let used: std::collections::HashSet<&str> =
+            plan.step_sources.iter().map(|s| s.section.as_str()).collect();
+        let sections: Vec<Value> = args
+            .knowledge
+            .get("results")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.get("id").and_then(Value::as_str).is_some_and(|id| used.contains(id)))
+            .cloned()
+            .collect();
+        let inputs =
+            json!({ "vision": args.vision, "knowledge": { "results": sections }, "context": args.context });
         match client.ask(&plan, &inputs).await {
             Ok(answer) => Ok(llm::merge(plan, answer, client.config())),
             Err(e) => {
@@ -129,8 +142,10 @@ pub fn generate_repair_steps_tool(open_world: bool) -> Tool {
             GENERATE_REPAIR_STEPS,
             "Write a repair plan for a thermal finding: give the analyze_thermal_image result as `vision`, the \
              search_manual result as `knowledge` and, optionally, the load conditions and equipment as `context`. \
-             Returns a summary, the NETA severity, ordered steps, parts, safety precautions (de-energise/LOTO/PPE \
-             for panels, ESD for boards, always first) and a confidence.",
+             Returns a summary, the severity (NETA band, IEC TS 62446-3 class, or not graded), ordered steps each \
+             naming the manual section it comes from (only sections about the diagnosed component and failure \
+             mode are used; for unknown equipment the plan starts with what to confirm), parts, safety precautions \
+             for the equipment (always first) and a confidence.",
             object(json!({
                 "type": "object",
                 "properties": {
@@ -161,18 +176,33 @@ pub fn generate_repair_steps_tool(open_world: bool) -> Tool {
                 "severity": {
                     "type": "object",
                     "properties": {
-                        "band": { "type": "string", "enum": ["none", "possible", "probable", "monitor", "major"] },
+                        "standard": { "type": "string" },
+                        "band": { "type": ["string", "null"], "enum": ["none", "possible", "probable", "monitor", "major", null] },
+                        "class": { "type": ["string", "null"] },
                         "action": { "type": "string" },
                         "criterion": { "type": "string" },
                         "assessed": { "type": "boolean" }
                     },
-                    "required": ["band", "action"]
+                    "required": ["standard", "band", "class", "action"]
                 },
                 "steps": strings,
+                "step_sources": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "section": { "type": "string" },
+                            "title": { "type": "string" },
+                            "group": { "type": "string" }
+                        },
+                        "required": ["section", "title", "group"]
+                    }
+                },
+                "component_group": { "type": "string" },
                 "parts": strings,
                 "safety": strings,
                 "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
-                "equipment": { "type": "string", "enum": ["panel", "board"] },
+                "equipment": { "type": "string" },
                 "sources": strings,
                 "backend": { "type": "string", "enum": ["deterministic", "llm"] },
                 "notes": strings

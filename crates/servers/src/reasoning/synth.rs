@@ -2,33 +2,56 @@
 //!
 //! The rules, in order:
 //!
-//! - **Severity** is copied from the vision report (NETA band, action, criterion); nothing downstream may change it.
-//! - **Equipment**: the vision report's `equipment`; else inferred from the manual sections' kinds (board parts
-//!   such as capacitors, regulators, MOSFETs vs panel parts such as breakers, lugs, bus bars), then from words in
-//!   the context; default panel.
-//! - **Safety** comes first and is never dropped: for panels de-energise + lockout/tagout, verify absence of
-//!   voltage, arc-rated PPE (NFPA 70E); for boards power down and discharge, ESD protection, let parts cool. Then
-//!   the manual sections' own precautions, de-duplicated.
-//! - **Steps**: the severity action as the first step; the suspected component to inspect; the steps of the top
-//!   manual sections (those scoring at least [`SECTION_SCORE_FRACTION`] of the best, at most [`MAX_SECTIONS`]) in
-//!   rank order, de-duplicated (same words after normalisation, or ≥ [`DUPLICATE_SIMILARITY`] token overlap); a
-//!   closing re-survey step. With no deficiency, the repair steps are left out.
-//! - **Parts**: the sections' `parts` lists and the suspected component (designator, value, package).
-//! - **Confidence** = vision confidence × the best retrieval score (0.3 when no section matched).
+//! - **Severity** is copied from the vision report (the standard, the NETA band or IEC TS 62446-3 class, action,
+//!   criterion); nothing downstream may change it.
+//! - **Equipment**: the vision report's `equipment` (`unknown` stays unknown); a report without one (an older
+//!   client) is read as before: board or panel from the sections' kinds, then from the context.
+//! - **Sections used — only those about the diagnosed component**: a section is used when its component group
+//!   (see `knowledge::taxonomy`) is the vision report's `component.group` and, when the failure mode is known,
+//!   its modes include it; at most [`MAX_SECTIONS`], in rank order. Nothing else contributes a step, a part or a
+//!   precaution: a battery section's hydrogen warning never reaches a plan for a lug. With no known group
+//!   (unknown or other equipment) no section is used.
+//! - **Safety** comes first and is never dropped: the mandatory precautions of the equipment (panels and
+//!   transformers: de-energise + lockout/tagout, verify absence of voltage, arc-rated PPE, NFPA 70E; boards:
+//!   power down and discharge, ESD, let parts cool; PV modules: DC stays live in daylight, isolate at the
+//!   inverter/string disconnect, never pull connectors under load; motors: lockout and wait for rotation to
+//!   stop; unknown: treat as energised until identified), then the used sections' own precautions.
+//! - **Steps**, each ending with the manual section it comes from (`[manual: <id>]`, also listed in
+//!   `step_sources`): for unknown equipment or equipment without published ΔT criteria, first what the operator
+//!   should confirm; else the action for the band/class; the suspected component to inspect; the used sections'
+//!   steps, de-duplicated (same words after normalisation, or ≥ [`DUPLICATE_SIMILARITY`] token overlap); a closing
+//!   re-survey step. With no deficiency, the repair steps are left out.
+//! - **Parts**: the used sections' `parts` lists and the suspected component (designator, value, package).
+//! - **Confidence** = vision confidence × the best used section's score (0.3 when none was used).
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Sections scoring at least this fraction of the best are merged.
-pub const SECTION_SCORE_FRACTION: f64 = 0.6;
+use crate::knowledge::taxonomy;
+
 /// At most this many sections are merged.
 pub const MAX_SECTIONS: usize = 3;
 /// Two steps sharing at least this fraction of their words (Jaccard) are duplicates.
 pub const DUPLICATE_SIMILARITY: f64 = 0.8;
-/// Retrieval factor used when the knowledge search found nothing.
+/// Retrieval factor used when no manual section was used.
 pub const NO_KNOWLEDGE_FACTOR: f64 = 0.3;
+
+/// Method section behind the NETA severity step.
+pub const SECTION_NETA: (&str, &str) =
+    ("thermo-neta-severity-bands", "NETA temperature-difference severity bands");
+/// Method section behind the PV class step.
+pub const SECTION_PV_CLASSES: (&str, &str) =
+    ("pv-iec-62446-3-classes", "IEC TS 62446-3 classes of abnormality for PV modules");
+/// Method section behind the confirmation steps of an ungraded finding.
+pub const SECTION_CONFIRM: (&str, &str) =
+    ("thermo-unknown-equipment", "Equipment unknown or without published criteria: what to confirm");
+/// Method section behind a relative (non-radiometric) finding.
+pub const SECTION_RADIOMETRIC: (&str, &str) =
+    ("thermo-survey-planning-load", "Planning an infrared survey and load requirements");
+/// Method section behind the closing re-survey step.
+pub const SECTION_REPORTING: (&str, &str) = ("thermo-reporting", "Reporting thermographic findings");
 
 /// The parts of the vision report the synthesis reads (lenient: unknown fields are ignored, missing ones default).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -36,15 +59,19 @@ pub const NO_KNOWLEDGE_FACTOR: f64 = 0.3;
 pub struct VisionInput {
     /// `absolute` or `relative`.
     pub analysis: Option<String>,
-    /// `panel` or `board`.
+    /// `panel`, `board`, `pv-module`, …, `unknown`.
     pub equipment: Option<String>,
+    /// Why the equipment is what it is.
+    pub equipment_reason: Option<String>,
+    /// The component the finding is about.
+    pub component: Option<ComponentInput>,
     /// Hottest temperature.
     pub max_c: Option<f64>,
     /// ΔT vs reference.
     pub delta_t_ref_c: Option<f64>,
     /// ΔT vs ambient.
     pub delta_t_ambient_c: Option<f64>,
-    /// NETA grading.
+    /// Grading.
     pub severity: SeverityInput,
     /// Suspected part.
     pub suspected_component: Option<SuspectInput>,
@@ -56,13 +83,27 @@ pub struct VisionInput {
     pub confidence: Option<f64>,
 }
 
+/// `component` of the vision report.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ComponentInput {
+    /// Kind.
+    pub kind: String,
+    /// Group (the diagnosed component family).
+    pub group: String,
+}
+
 /// `severity` of the vision report.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct SeverityInput {
-    /// Band name.
+    /// The criteria applied.
+    pub standard: Option<String>,
+    /// NETA band name.
     pub band: Option<String>,
-    /// NETA action.
+    /// IEC TS 62446-3 class.
+    pub class: Option<String>,
+    /// Suggested action.
     pub action: Option<String>,
     /// Criterion text.
     pub criterion: Option<String>,
@@ -104,6 +145,10 @@ pub struct SectionInput {
     pub title: String,
     /// Component kind.
     pub kind: String,
+    /// Component group; derived from `kind` when absent.
+    pub group: String,
+    /// Failure modes; the group's defaults when absent.
+    pub modes: Vec<String>,
     /// Relevance 0–1.
     pub score: f64,
     /// Steps.
@@ -114,6 +159,26 @@ pub struct SectionInput {
     pub parts: Vec<String>,
     /// Provenance.
     pub source: String,
+}
+
+impl SectionInput {
+    /// The section's group (given, else derived from its kind).
+    pub fn group(&self) -> String {
+        if self.group.trim().is_empty() {
+            taxonomy::group_of(&self.kind)
+        } else {
+            taxonomy::group_of(&self.group)
+        }
+    }
+
+    /// The section's failure modes (given, else its group's defaults).
+    pub fn failure_modes(&self) -> Vec<String> {
+        if self.modes.is_empty() {
+            taxonomy::default_modes(&self.group()).iter().map(|m| (*m).to_owned()).collect()
+        } else {
+            self.modes.clone()
+        }
+    }
 }
 
 /// The `search_manual` output (lenient).
@@ -127,14 +192,29 @@ pub struct KnowledgeInput {
 /// The severity carried into the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanSeverity {
-    /// NETA band (`none`, `possible`, `probable`, `monitor`, `major`).
-    pub band: String,
-    /// NETA action.
+    /// The criteria applied (`NETA MTS Table 100.18`, `IEC TS 62446-3` or `none`).
+    pub standard: String,
+    /// NETA band (`none`, `possible`, `probable`, `monitor`, `major`), when NETA applied.
+    pub band: Option<String>,
+    /// IEC TS 62446-3 class (`CoA 1`–`CoA 3`), when it applied.
+    pub class: Option<String>,
+    /// Suggested action.
     pub action: String,
     /// Criterion text from the vision report.
     pub criterion: String,
     /// Whether the image could be graded at all.
     pub assessed: bool,
+}
+
+/// Where a plan step comes from: a manual section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSource {
+    /// Section id.
+    pub section: String,
+    /// Section title.
+    pub title: String,
+    /// Component group of the section (`survey-method` for method and criteria sections).
+    pub group: String,
 }
 
 /// The structured output of `generate_repair_steps`.
@@ -144,16 +224,20 @@ pub struct RepairPlan {
     pub summary: String,
     /// Severity (from the vision report, never changed).
     pub severity: PlanSeverity,
-    /// Ordered steps.
+    /// Ordered steps, each ending with `[manual: <section id>]`.
     pub steps: Vec<String>,
+    /// The section of each step, in step order.
+    pub step_sources: Vec<StepSource>,
     /// Parts to have at hand.
     pub parts: Vec<String>,
     /// Safety precautions, most important first.
     pub safety: Vec<String>,
     /// Confidence 0–1.
     pub confidence: f64,
-    /// `panel` or `board`.
+    /// The equipment (`panel`, `board`, `pv-module`, …, `unknown`).
     pub equipment: String,
+    /// The component group the plan is about (`unknown` when none).
+    pub component_group: String,
     /// Manual sections used (`id: source`).
     pub sources: Vec<String>,
     /// `deterministic` or `llm`.
@@ -162,7 +246,7 @@ pub struct RepairPlan {
     pub notes: Vec<String>,
 }
 
-/// Mandatory safety for panels and switchgear.
+/// Mandatory safety for panels, switchgear and transformers.
 pub const PANEL_SAFETY: [&str; 3] = [
     "De-energise the equipment and apply lockout/tagout before opening covers or touching conductors (NFPA 70E); \
      treat it as energised until proven otherwise.",
@@ -176,6 +260,28 @@ pub const BOARD_SAFETY: [&str; 3] = [
     "Power down and disconnect the board, then discharge bulk and high-voltage capacitors before handling it.",
     "Use ESD protection: a grounded wrist strap and mat (ANSI/ESD S20.20); handle the board by its edges.",
     "Let hot components cool before touching or desoldering them.",
+];
+
+/// Mandatory safety for PV modules and strings.
+pub const PV_SAFETY: [&str; 3] = [
+    "PV modules generate voltage whenever light falls on them: the DC side cannot be de-energised by opening a \
+     breaker; isolate at the string or inverter DC disconnect and treat conductors as live (IEC 62446-1).",
+    "Never disconnect a PV connector under load: a DC arc does not self-extinguish; switch the inverter off and \
+     open the DC isolator first.",
+    "Use fall protection and voltage-rated gloves on roofs and arrays; hot spots can exceed 100 °C.",
+];
+
+/// Mandatory safety for motors and bearings.
+pub const MOTOR_SAFETY: [&str; 2] = [
+    "Stop the machine and apply lockout/tagout on its supply and any stored energy before touching it; wait \
+     until rotation has stopped.",
+    "Keep clear of rotating shafts and couplings during the thermal survey; surfaces may be hot.",
+];
+
+/// Mandatory safety when the equipment is unknown or other.
+pub const UNKNOWN_SAFETY: [&str; 1] = [
+    "Until the equipment is identified, treat it as energised and hot: keep a safe distance, do not open covers \
+     and follow the site's procedures for that equipment.",
 ];
 
 const BOARD_KINDS: [&str; 24] = [
@@ -215,12 +321,7 @@ fn band_label(band: &str) -> &'static str {
     }
 }
 
-fn severity_step(band: &str, assessed: bool) -> String {
-    if !assessed {
-        return "Grade the finding first: re-take the image with a radiometric camera (only a relative analysis was \
-                possible), then compare ΔT with NETA Table 100.18."
-            .into();
-    }
+fn neta_step(band: &str) -> String {
     match band {
         "major" => "Repair immediately (NETA: major discrepancy): arrange an outage now and reduce the load on the \
                     circuit until the repair is done."
@@ -249,7 +350,7 @@ pub fn words(s: &str) -> Vec<String> {
 
 /// Whether two sentences say the same thing (identical words, or Jaccard overlap ≥ [`DUPLICATE_SIMILARITY`]).
 pub fn is_duplicate(a: &str, b: &str) -> bool {
-    let (wa, wb) = (words(a), words(b));
+    let (wa, wb) = (words(strip_source(a)), words(strip_source(b)));
     if wa == wb {
         return true;
     }
@@ -273,76 +374,233 @@ pub fn push_unique(list: &mut Vec<String>, new: impl IntoIterator<Item = String>
     }
 }
 
-fn infer_equipment(vision: &VisionInput, knowledge: &KnowledgeInput, context: Option<&str>) -> &'static str {
-    match vision.equipment.as_deref() {
-        Some("board") => return "board",
-        Some("panel") => return "panel",
-        _ => {}
-    }
-    if let Some(top) = knowledge.results.first() {
-        return if BOARD_KINDS.contains(&top.kind.as_str()) { "board" } else { "panel" };
-    }
-    let ctx = context.unwrap_or_default().to_lowercase();
-    if ["pcb", "board", "capacitor", "regulator", "mosfet", "smd"].iter().any(|w| ctx.contains(w)) {
-        "board"
-    } else {
-        "panel"
+/// The `[manual: <id>]` suffix of a step.
+pub fn source_tag(section: &str) -> String {
+    format!("[manual: {section}]")
+}
+
+/// The section id a step names (`… [manual: <id>]`), if any.
+pub fn step_section(step: &str) -> Option<&str> {
+    let start = step.rfind("[manual:")?;
+    let rest = &step[start + "[manual:".len()..];
+    let end = rest.find(']')?;
+    Some(rest[..end].trim()).filter(|s| !s.is_empty())
+}
+
+/// The step without its source tag.
+pub fn strip_source(step: &str) -> &str {
+    match step.rfind("[manual:") {
+        Some(i) if step_section(step).is_some() => step[..i].trim_end(),
+        _ => step,
     }
 }
 
-/// The sections merged into the plan: the best, and the others within [`SECTION_SCORE_FRACTION`] of it.
-pub fn top_sections(knowledge: &KnowledgeInput) -> Vec<&SectionInput> {
-    let mut sorted: Vec<&SectionInput> = knowledge.results.iter().collect();
+fn infer_equipment(vision: &VisionInput, knowledge: &KnowledgeInput, context: Option<&str>) -> String {
+    if let Some(e) = vision.equipment.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        return e.to_ascii_lowercase();
+    }
+    if let Some(top) = knowledge.results.first() {
+        return if BOARD_KINDS.contains(&top.kind.as_str()) { "board" } else { "panel" }.into();
+    }
+    let ctx = context.unwrap_or_default().to_lowercase();
+    if ["pcb", "board", "capacitor", "regulator", "mosfet", "smd"].iter().any(|w| ctx.contains(w)) {
+        "board".into()
+    } else {
+        "panel".into()
+    }
+}
+
+/// The group and failure mode the plan is about; the group is `None` when not known.
+fn diagnosis(
+    vision: &VisionInput,
+    knowledge: &KnowledgeInput,
+    equipment: &str,
+) -> (Option<String>, Option<String>) {
+    let mode = vision
+        .failure_mode
+        .as_ref()
+        .map(|f| f.kind.trim().to_ascii_lowercase())
+        .filter(|m| taxonomy::is_known(m) && m != "undetermined");
+    let group = match &vision.component {
+        Some(c) if taxonomy::is_known(&c.group) => Some(taxonomy::group_of(&c.group)),
+        Some(c) if taxonomy::is_known(&c.kind) => Some(taxonomy::group_of(&c.kind)),
+        Some(_) => None,
+        // An older vision report without `component`: the top section's group, when the equipment is known.
+        None if !matches!(equipment, "unknown" | "other") => {
+            knowledge.results.first().map(SectionInput::group).filter(|g| g != taxonomy::METHOD_GROUP)
+        }
+        None => None,
+    };
+    (group, mode)
+}
+
+/// The sections the plan uses: of the diagnosed group and, when the failure mode is known, about it; at most
+/// [`MAX_SECTIONS`], best first.
+pub fn used_sections<'a>(
+    knowledge: &'a KnowledgeInput,
+    group: Option<&str>,
+    mode: Option<&str>,
+) -> Vec<&'a SectionInput> {
+    let Some(group) = group else { return Vec::new() };
+    let mut sorted: Vec<&SectionInput> = knowledge
+        .results
+        .iter()
+        .filter(|s| s.group() == group)
+        .filter(|s| mode.is_none_or(|m| s.failure_modes().iter().any(|x| x == m)))
+        .collect();
     sorted.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let best = sorted.first().map_or(0.0, |s| s.score);
-    sorted.into_iter().filter(|s| s.score >= best * SECTION_SCORE_FRACTION).take(MAX_SECTIONS).collect()
+    sorted.truncate(MAX_SECTIONS);
+    sorted
 }
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
+/// Steps with their sources, built together so that every step names its section.
+#[derive(Default)]
+struct Steps {
+    steps: Vec<String>,
+    sources: Vec<StepSource>,
+}
+
+impl Steps {
+    fn push(&mut self, text: String, (id, title): (&str, &str), group: &str, against: &[String]) -> bool {
+        let text = text.trim().to_owned();
+        if text.is_empty() || self.steps.iter().chain(against).any(|x| is_duplicate(x, &text)) {
+            return false;
+        }
+        self.steps.push(format!("{text} {}", source_tag(id)));
+        self.sources.push(StepSource { section: id.into(), title: title.into(), group: group.into() });
+        true
+    }
+
+    fn method(&mut self, text: impl Into<String>, section: (&str, &str)) {
+        self.push(text.into(), section, taxonomy::METHOD_GROUP, &[]);
+    }
+}
+
 /// Builds the deterministic plan.
 pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Option<&str>) -> RepairPlan {
-    let band = vision.severity.band.clone().unwrap_or_else(|| "none".into());
-    let assessed = vision.severity.assessed.unwrap_or(vision.analysis.as_deref() != Some("relative"));
-    let action = vision.severity.action.clone().unwrap_or_default();
-    let criterion = vision.severity.criterion.clone().unwrap_or_default();
+    let sev = &vision.severity;
     let equipment = infer_equipment(vision, knowledge, context);
-    let sections = top_sections(knowledge);
-    let deficiency = band != "none" || !assessed;
+    let relative = vision.analysis.as_deref() == Some("relative");
+    // A report from before `standard` existed was graded by NETA unless it says otherwise.
+    let standard = sev
+        .standard
+        .clone()
+        .unwrap_or_else(|| if relative { "none".into() } else { "NETA MTS Table 100.18".into() });
+    let band = sev
+        .band
+        .clone()
+        .filter(|b| !b.is_empty())
+        .or_else(|| (standard.starts_with("NETA")).then(|| "none".into()));
+    let class = sev.class.clone();
+    let assessed = sev.assessed.unwrap_or(!relative && (band.is_some() || class.is_some()));
+    let action = sev.action.clone().unwrap_or_default();
+    let criterion = sev.criterion.clone().unwrap_or_default();
+    let (group, mode) = diagnosis(vision, knowledge, &equipment);
+    let sections = used_sections(knowledge, group.as_deref(), mode.as_deref());
+    let no_finding = match (&band, &class) {
+        _ if !assessed => vision.failure_mode.as_ref().is_some_and(|f| f.kind == "none"),
+        (Some(b), _) => b == "none",
+        (None, Some(c)) => c == "CoA 1",
+        (None, None) => false,
+    };
+    let deficiency = !no_finding;
     let mut notes = Vec::new();
 
     let mut safety: Vec<String> = Vec::new();
-    let mandatory = if equipment == "board" { BOARD_SAFETY } else { PANEL_SAFETY };
+    let mandatory: &[&str] = match equipment.as_str() {
+        "board" => &BOARD_SAFETY,
+        "pv-module" => &PV_SAFETY,
+        "motor-bearing" => &MOTOR_SAFETY,
+        "panel" | "transformer" => &PANEL_SAFETY,
+        _ => &UNKNOWN_SAFETY,
+    };
     push_unique(&mut safety, mandatory.iter().map(|s| (*s).to_owned()), &[]);
     push_unique(&mut safety, sections.iter().flat_map(|s| s.safety.iter().cloned()), &[]);
 
-    let mut steps = vec![severity_step(&band, assessed)];
-    if deficiency {
-        if let Some(s) = &vision.suspected_component {
-            let at = vision
-                .hotspots
-                .first()
-                .and_then(|h| h.get("hottest"))
-                .and_then(|p| Some((p.get("x")?.as_f64()?, p.get("y")?.as_f64()?)))
-                .map(|(x, y)| format!(" (hotspot at pixel {x:.0}, {y:.0})"))
-                .unwrap_or_default();
-            steps.push(format!("Inspect {} first: it is the suspected component{at}.", s.designator));
+    let hotspot_at = vision
+        .hotspots
+        .first()
+        .and_then(|h| h.get("hottest"))
+        .and_then(|p| Some((p.get("x")?.as_f64()?, p.get("y")?.as_f64()?)));
+    let mut steps = Steps::default();
+    if !assessed && !relative {
+        // Ungraded: what the operator should confirm comes first.
+        let at = hotspot_at.map(|(x, y)| format!(" at pixel ({x:.0}, {y:.0})")).unwrap_or_default();
+        if matches!(equipment.as_str(), "unknown" | "other") {
+            steps.method(
+                format!(
+                    "Confirm what the image shows: the equipment (electrical panel or switchgear, circuit board, \
+                     motor or bearing, PV module, transformer, building envelope) and the component under the \
+                     hotspot{at}; then analyse again with the equipment given (--equipment), so the criteria for \
+                     it apply."
+                ),
+                SECTION_CONFIRM,
+            );
+        } else {
+            steps.method(
+                format!(
+                    "No published ΔT severity criteria apply to this equipment ({equipment}): compare the hotspot{at} \
+                     with a baseline of the same equipment or with similar equipment under similar conditions \
+                     before acting."
+                ),
+                SECTION_CONFIRM,
+            );
         }
-        if let Some(f) = &vision.failure_mode
-            && !f.hypothesis.is_empty()
-            && f.kind != "none"
-        {
-            steps.push(format!("Check the probable cause: {}.", f.hypothesis.trim_end_matches('.')));
-        }
-        let section_steps: Vec<String> = sections.iter().flat_map(|s| s.steps.iter().cloned()).collect();
-        push_unique(&mut steps, section_steps, &safety);
-        steps.push(
-            "After the repair, re-survey under comparable load and record ΔT, the reference, the load and the \
-             emissivity used (NETA / NFPA 70B report)."
-                .into(),
+        steps.method(
+            "Confirm the operating conditions of the image: load (or irradiance for PV), emissivity and reflected \
+             temperature of the surface, and that the spot is not a reflection.",
+            SECTION_CONFIRM,
         );
+        if let Some(dt) = vision.delta_t_ref_c {
+            steps.method(
+                format!(
+                    "Record the measured ΔT ({dt:.1} °C vs reference) and the hotspot position; no severity band \
+                     is given until the equipment and criteria are known."
+                ),
+                SECTION_CONFIRM,
+            );
+        }
+    } else if relative {
+        steps.method(
+            "Grade the finding first: re-take the image with a radiometric camera (only a relative analysis was \
+             possible), then apply the criteria for the equipment.",
+            SECTION_RADIOMETRIC,
+        );
+    } else if let Some(c) = &class {
+        steps.method(format!("{c} (IEC TS 62446-3): {}.", action.trim_end_matches('.')), SECTION_PV_CLASSES);
+    } else {
+        steps.method(neta_step(band.as_deref().unwrap_or("none")), SECTION_NETA);
+    }
+    let first_section = sections.first().map(|s| (s.id.as_str(), s.title.as_str()));
+    if deficiency {
+        if let (Some(s), Some(top)) = (&vision.suspected_component, first_section) {
+            let at =
+                hotspot_at.map(|(x, y)| format!(" (hotspot at pixel {x:.0}, {y:.0})")).unwrap_or_default();
+            let g = group.clone().unwrap_or_default();
+            steps.push(
+                format!("Inspect {} first: it is the suspected component{at}.", s.designator),
+                top,
+                &g,
+                &[],
+            );
+        }
+        for s in &sections {
+            let g = s.group();
+            for step in &s.steps {
+                steps.push(step.clone(), (&s.id, &s.title), &g, &safety);
+            }
+        }
+        if assessed || !sections.is_empty() {
+            steps.method(
+                "After the repair, re-survey under comparable load and record ΔT, the reference, the load and the \
+                 emissivity used (NETA / NFPA 70B report).",
+                SECTION_REPORTING,
+            );
+        }
     } else if !sections.is_empty() {
         notes.push("no deficiency indicated, so the manual's repair steps were left out".into());
     }
@@ -363,10 +621,17 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
     }
 
     let retrieval = sections.first().map_or(NO_KNOWLEDGE_FACTOR, |s| s.score.clamp(0.0, 1.0));
-    if sections.is_empty() {
-        notes.push(
-            "no manual section matched; the steps come from the severity and the hypothesis only".into(),
-        );
+    let left_out = knowledge.results.len() - sections.len();
+    if sections.is_empty() && deficiency {
+        notes.push(match &group {
+            Some(g) => format!("no manual section about {g} matched; the steps come from the criteria only"),
+            None => "the component is not known, so no manual section was used; confirm it first".into(),
+        });
+    }
+    if left_out > 0 {
+        notes.push(format!(
+            "{left_out} manual section(s) about other components or failure modes were left out"
+        ));
     }
     let vision_conf = vision.confidence.unwrap_or(0.5).clamp(0.0, 1.0);
     let confidence = round2(vision_conf * retrieval);
@@ -381,14 +646,20 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
         }
         _ => {}
     }
-    if !assessed {
+    if relative {
         notes.push("relative analysis: the finding is located but not graded".into());
     }
 
-    let mut summary = band_label(&band).to_owned();
-    if !assessed {
-        summary = "Not graded (relative analysis)".into();
-    }
+    let mut summary = match (&band, &class) {
+        _ if relative => "Not graded (relative analysis)".to_owned(),
+        _ if !assessed && matches!(equipment.as_str(), "unknown" | "other") => {
+            format!("Not graded (equipment {equipment})")
+        }
+        _ if !assessed => format!("Not graded (no published ΔT criteria for {equipment})"),
+        (Some(b), _) => band_label(b).to_owned(),
+        (None, Some(c)) => format!("{c} (IEC TS 62446-3)"),
+        (None, None) => "Not graded".to_owned(),
+    };
     match (vision.delta_t_ref_c, vision.max_c) {
         (Some(dt), Some(max)) => {
             summary.push_str(&format!(": hottest point {max:.1} °C, ΔT {dt:.1} °C vs reference"))
@@ -403,6 +674,7 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
     if deficiency {
         if let Some(f) = &vision.failure_mode
             && f.kind != "none"
+            && f.kind != "undetermined"
             && !f.kind.is_empty()
         {
             summary.push_str(&format!(" Probable cause: {}.", f.kind.replace('-', " ")));
@@ -426,12 +698,14 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
 
     RepairPlan {
         summary,
-        severity: PlanSeverity { band, action, criterion, assessed },
-        steps,
+        severity: PlanSeverity { standard, band, class, action, criterion, assessed },
+        steps: steps.steps,
+        step_sources: steps.sources,
         parts,
         safety,
         confidence,
-        equipment: equipment.into(),
+        equipment,
+        component_group: group.unwrap_or_else(|| "unknown".into()),
         sources: sections
             .iter()
             .map(|s| if s.source.is_empty() { s.id.clone() } else { format!("{}: {}", s.id, s.source) })
@@ -489,7 +763,10 @@ mod tests {
             "{}",
             p.summary
         );
-        assert!(p.notes.is_empty(), "{:?}", p.notes);
+        assert_eq!(p.notes, ["1 manual section(s) about other components or failure modes were left out"]);
+        assert_eq!(p.steps.len(), p.step_sources.len());
+        assert!(p.steps.iter().all(|s| step_section(s).is_some()), "{:?}", p.steps);
+        assert_eq!(p.component_group, "termination");
     }
 
     #[test]

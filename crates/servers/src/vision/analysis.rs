@@ -11,8 +11,11 @@
 //! 3. **Hotspots**: connected regions above *reference + half the peak rise* (at least 1 °C, the first NETA
 //!    step), so each hotspot is the core of a warm area rather than everything warmer than the background.
 //!    None are reported when the peak rises less than 1 °C above the reference.
-//! 4. **Severity** from [`super::severity`]: ΔT of the hottest pixel vs the reference, and vs ambient only when the
-//!    caller gave `ambient_c`.
+//! 4. **Equipment** ([`super::equipment`]): the operator's, else board when a component map is given, else the one
+//!    the context names, else `unknown` with the reason.
+//!    **Severity** from [`super::severity`] by the criteria for that equipment: NETA bands (ΔT of the hottest
+//!    pixel vs the reference, and vs ambient only when the caller gave `ambient_c`) for electrical equipment,
+//!    IEC TS 62446-3 classes for PV modules, no band otherwise. The temperatures do not depend on it.
 //! 5. **Suspected component** from the `component_map` ([`super::components`]): the part nearest the hottest
 //!    pixel of the top hotspot.
 //! 6. **Failure-mode hypothesis** ([`hypothesise`]): documented heuristics over the hotspot's shape, the kind of
@@ -26,6 +29,7 @@ use switchboard_thermal::{
 };
 
 use super::components::{self, ComponentClass};
+pub use super::equipment::{ComponentOut, Equipment, EquipmentSource};
 use super::severity::{self, Band, Severity};
 use crate::error::{Error, Result};
 
@@ -37,17 +41,6 @@ pub const MIN_RISE_C: f64 = 1.0;
 
 /// A component this much colder than the similar-component reference (°C) is a cold exception.
 pub const COLD_EXCEPTION_C: f64 = 4.0;
-
-/// What kind of equipment the image shows; decides the failure modes considered and (in the reasoning server)
-/// the safety preamble.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Equipment {
-    /// Switchgear, panelboards, MCCs, disconnects, busways: connections and conductors.
-    Panel,
-    /// Printed circuit boards: capacitors, semiconductors, regulators.
-    Board,
-}
 
 /// How the reference temperature was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,8 +82,11 @@ pub struct AnalyzeOptions {
     pub reference_method: Option<ReferenceMethod>,
     /// Parsed component map.
     pub components: Option<Vec<components::Component>>,
-    /// Equipment kind; default: `board` when a component map is given, else `panel`.
+    /// Equipment kind from the operator; default: `board` when a component map is given, else what the context
+    /// names, else `unknown`.
     pub equipment: Option<Equipment>,
+    /// The operator's context text (load, equipment, component), used to identify the equipment and component.
+    pub context: Option<String>,
     /// Hotspots to report (0 means [`DEFAULT_MAX_HOTSPOTS`]).
     pub max_hotspots: usize,
 }
@@ -228,7 +224,8 @@ pub struct SuspectedComponent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailureMode {
     /// `none`, `loose-connection`, `overload-imbalance`, `failed-cold-component`, `capacitor-overheating`,
-    /// `semiconductor-overheating`, `component-overheating` or `undetermined`.
+    /// `semiconductor-overheating`, `component-overheating`, `pv-hotspot`, `pv-substring-heated`,
+    /// `bearing-overheating`, `motor-overheating`, `envelope-anomaly` or `undetermined` (unknown equipment).
     pub kind: String,
     /// The hypothesis in words, with what to check.
     pub hypothesis: String,
@@ -247,8 +244,14 @@ pub struct VisionReport {
     pub relative: Option<RelativeInfo>,
     /// The analysed frame.
     pub image: ImageInfo,
-    /// Equipment kind assumed.
+    /// Equipment kind (`unknown` when nothing identified it).
     pub equipment: Equipment,
+    /// Which input decided `equipment`: `operator`, `component-map`, `context` or `none`.
+    pub equipment_source: EquipmentSource,
+    /// Why `equipment` is what it is, in words (for `unknown`: why nothing identified it).
+    pub equipment_reason: String,
+    /// The component the finding is about (kind and group, the diagnosed component family), and what decided it.
+    pub component: ComponentOut,
     /// Scene conditions used (absolute analyses).
     pub conditions: Option<ConditionsUsed>,
     /// Coldest temperature, °C (`null` for relative analyses).
@@ -356,12 +359,21 @@ pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
         atmospheric_c: opts.ambient_c,
         relative_humidity: None,
     };
-    let image = decode(bytes, &DecodeOptions { overrides, ..DecodeOptions::default() })?;
+    let image =
+        decode(bytes, &DecodeOptions { overrides, ..DecodeOptions::default() }).map_err(|e| match e {
+            switchboard_thermal::Error::UnknownFormat { .. } => Error::UnknownImageFormat,
+            other => Error::Thermal(other),
+        })?;
     let absolute = image.is_absolute();
     let stats = image.stats;
-    let equipment =
-        opts.equipment.unwrap_or(if opts.components.is_some() { Equipment::Board } else { Equipment::Panel });
+    let (equipment, equipment_source, equipment_reason) =
+        super::equipment::identify(opts.equipment, opts.components.is_some(), opts.context.as_deref());
     let mut notes = Vec::new();
+    if equipment == Equipment::Unknown {
+        notes.push(format!(
+            "equipment {equipment_reason}; ΔT figures and the hotspot are reported without a severity band"
+        ));
+    }
 
     // Reference.
     let method = opts.reference_method.unwrap_or(if opts.reference_region.is_some() {
@@ -451,12 +463,32 @@ pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
     let delta_ref = absolute.then_some(rise);
     let delta_amb = if absolute { opts.ambient_c.map(|a| stats.max - a) } else { None };
     let delta_ref_for_band = if method == ReferenceMethod::Ambient { None } else { delta_ref };
-    let severity = severity::assess(
-        delta_ref_for_band.map(|d| round(d, 2)),
-        &reference_label,
-        delta_amb.map(|d| round(d, 2)),
-    );
-    if absolute && opts.ambient_c.is_none() {
+    let severity = match equipment {
+        e if e.uses_neta() => severity::assess(
+            delta_ref_for_band.map(|d| round(d, 2)),
+            &reference_label,
+            delta_amb.map(|d| round(d, 2)),
+        ),
+        Equipment::PvModule => severity::assess_pv(delta_ref.map(|d| round(d, 2)), &reference_label),
+        Equipment::Unknown => severity::ungraded(
+            format!(
+                "not graded: the equipment is unknown ({equipment_reason}), and severity criteria depend on it \
+                 (NETA MTS Table 100.18 for electrical equipment, IEC TS 62446-3 for PV modules)"
+            ),
+            "confirm what the image shows (the equipment and the component under the hotspot) and the operating \
+             conditions, then analyse again with `equipment`",
+        ),
+        other => severity::ungraded(
+            format!(
+                "not graded: no published ΔT severity criteria for {} (ISO 18434-1 for machines and ISO 6781 / EN \
+                 13187 for buildings give methods, not ΔT bands)",
+                other.describe()
+            ),
+            "compare with a baseline of the same equipment or with similar equipment under similar conditions, \
+             and confirm the cause before acting",
+        ),
+    };
+    if absolute && opts.ambient_c.is_none() && equipment.uses_neta() {
         notes.push(
             "ΔT vs ambient not assessed: no `ambient_c` given (the ambient criterion is applied only when the air \
              temperature is supplied; a warm object is not a defect just for being above the air)"
@@ -514,7 +546,7 @@ pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
         }
     }
 
-    let failure_mode = hypothesise(&Evidence {
+    let mut failure_mode = hypothesise(&Evidence {
         absolute,
         equipment,
         rise,
@@ -526,6 +558,15 @@ pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
         suspected: suspected.as_ref(),
         cold: cold.as_ref(),
     });
+    let component = super::equipment::component_for(
+        equipment,
+        &failure_mode.kind,
+        suspected.as_ref().map(|s| s.class),
+        opts.context.as_deref(),
+    );
+    if component.source == "context" && failure_mode.kind != "none" {
+        failure_mode.evidence.push(format!("the context names the component: {}", component.kind));
+    }
 
     // Notes.
     let conditions = image.model().map(|m| {
@@ -597,7 +638,7 @@ pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
          maximum possible load); the rise scales roughly with (I/I_rated)^1.6–2, so confirm under known load"
             .to_owned(),
     );
-    if absolute && equipment == Equipment::Panel && stats.max > 60.0 {
+    if absolute && matches!(equipment, Equipment::Panel | Equipment::Transformer) && stats.max > 60.0 {
         notes.push(format!(
             "hottest point {:.1} °C exceeds the 60 °C termination rating of circuits ≤ 100 A (75 °C above 100 A; \
              NEC 110.14(C))",
@@ -630,6 +671,9 @@ pub fn analyze(bytes: &[u8], opts: &AnalyzeOptions) -> Result<VisionReport> {
                 .or_else(|| image.dji.as_ref().map(|_| "DJI R-JPEG camera".to_owned())),
         },
         equipment,
+        equipment_source,
+        equipment_reason,
+        component,
         conditions,
         min_c: absolute.then(|| round(stats.min, 2)),
         max_c: absolute.then(|| round(stats.max, 2)),
@@ -699,7 +743,10 @@ pub const LARGE_WARM_FRACTION: f64 = 0.25;
 ///    fifth of it). A small core inside a larger warm area (core < 40 % of it, warm area < 25 % of the frame) is
 ///    heat produced at one point and conducted away: a high-resistance joint, i.e. a `loose-connection` at a lug,
 ///    terminal or conductor end. A core filling most of its warm area, or a warm area over a quarter of the frame,
-///    is a body heated evenly: `overload-imbalance` (or an undersized conductor).
+///    is a body heated evenly: `overload-imbalance` (or an undersized conductor). Transformers likewise.
+/// 4. PV modules, motors/bearings: the same shape test names `pv-hotspot` / `pv-substring-heated` and
+///    `bearing-overheating` / `motor-overheating`; building envelopes `envelope-anomaly`.
+/// 5. Other or unknown equipment: `undetermined`: a cause cannot be judged without knowing what the image shows.
 pub fn hypothesise(e: &Evidence<'_>) -> FailureMode {
     let unit = if e.absolute { " °C" } else { " (relative)" };
     let mut evidence = vec![format!("peak rise {:.2}{unit} over the reference", e.rise)];
@@ -790,6 +837,71 @@ pub fn hypothesise(e: &Evidence<'_>) -> FailureMode {
         };
         return FailureMode { kind: kind.into(), hypothesis, evidence };
     }
+    match e.equipment {
+        Equipment::Panel | Equipment::Transformer => {}
+        Equipment::PvModule => {
+            return if localised {
+                FailureMode {
+                    kind: "pv-hotspot".into(),
+                    hypothesis: "a local hot spot on the module: a hot cell (crack, shunt, partial shading or \
+                                 soiling) or a hot junction box or connector; check the module surface, the cell \
+                                 under the spot and the bypass diodes"
+                        .into(),
+                    evidence,
+                }
+            } else {
+                FailureMode {
+                    kind: "pv-substring-heated".into(),
+                    hypothesis: "an extended warm area: a heated substring (conducting bypass diode) or a whole \
+                                 module warmer than its neighbours (open circuit, not at its maximum power point); \
+                                 measure the string and the module, check the bypass diodes"
+                        .into(),
+                    evidence,
+                }
+            };
+        }
+        Equipment::MotorBearing => {
+            return if localised {
+                FailureMode {
+                    kind: "bearing-overheating".into(),
+                    hypothesis: "heat concentrated at one point of the machine, typical of a bearing (lubrication, \
+                                 wear, misalignment or overload of the bearing) or a coupling; compare with the \
+                                 other bearing and a baseline"
+                        .into(),
+                    evidence,
+                }
+            } else {
+                FailureMode {
+                    kind: "motor-overheating".into(),
+                    hypothesis:
+                        "the machine body is evenly warm: overload, blocked cooling, voltage unbalance or a \
+                                 winding fault; measure the currents and check the cooling"
+                            .into(),
+                    evidence,
+                }
+            };
+        }
+        Equipment::BuildingEnvelope => {
+            return FailureMode {
+                kind: "envelope-anomaly".into(),
+                hypothesis: "a thermal anomaly of the building envelope (missing insulation, thermal bridge, air \
+                             leakage or moisture) or a heat source behind it; interpret with the inside-outside \
+                             temperature difference and the construction"
+                    .into(),
+                evidence,
+            };
+        }
+        Equipment::Board | Equipment::Other | Equipment::Unknown => {
+            return FailureMode {
+                kind: "undetermined".into(),
+                hypothesis:
+                    "a hot spot was measured, but its cause cannot be judged without knowing what the \
+                             equipment and the component are; confirm them first"
+                        .into(),
+                evidence,
+            };
+        }
+    }
     if localised {
         FailureMode {
             kind: "loose-connection".into(),
@@ -849,7 +961,7 @@ fn confidence(
             c *= 0.8;
         }
     }
-    if severity.band == Band::None && severity.assessed {
+    if matches!(severity.band, Some(Band::None)) || severity.class.as_deref() == Some("CoA 1") {
         // "Nothing found" is as trustworthy as the measurement itself.
         c = c.max(0.5);
     }
@@ -880,12 +992,13 @@ pub fn render_text(r: &VisionReport) -> String {
     if let Some(d) = r.delta_t_ambient_c {
         t.push_str(&format!("ΔT vs ambient {d:.1} °C\n"));
     }
-    t.push_str(&format!(
-        "severity: {} — {} ({})\n",
-        r.severity.band.as_str(),
-        r.severity.action,
-        r.severity.criterion
-    ));
+    t.push_str(&format!("equipment: {} ({})\n", r.equipment.as_str(), r.equipment_reason));
+    let grade = match (&r.severity.band, &r.severity.class) {
+        (Some(b), _) => b.as_str().to_owned(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => "not graded".to_owned(),
+    };
+    t.push_str(&format!("severity: {grade} — {} ({})\n", r.severity.action, r.severity.criterion));
     for (i, h) in r.hotspots.iter().enumerate() {
         let value = match (h.max_c, h.max_relative) {
             (Some(m), _) => format!("max {m:.1} °C"),

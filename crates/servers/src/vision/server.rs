@@ -22,7 +22,8 @@ use switchboard_thermal::Rect;
 
 use super::analysis::{self, AnalyzeOptions, BoxPx, Equipment, ReferenceMethod, VisionReport};
 use super::components;
-use super::source::{DefaultImageSource, ImageSource, ImageSourceConfig};
+use super::equipment::EQUIPMENT_NAMES;
+use super::source::{self, DefaultImageSource, ImageSource, ImageSourceConfig};
 use crate::error::Error;
 
 /// Name the server gives itself in `serverInfo`.
@@ -31,11 +32,13 @@ pub const SERVER_NAME: &str = "switchboard-vision";
 pub const ANALYZE_THERMAL_IMAGE: &str = "analyze_thermal_image";
 /// Largest `max_hotspots` accepted.
 pub const MAX_HOTSPOTS: usize = 64;
+/// Longest `context` accepted, characters.
+pub const MAX_CONTEXT_CHARS: usize = 8000;
 
 /// Settings of [`VisionServer`].
 #[derive(Debug, Clone, Default)]
 pub struct VisionConfig {
-    /// How images are fetched (size limit, allowed `file://` directory, HTTP timeout).
+    /// How images are fetched (size limit, blob directory, http(s) allowlist, HTTP timeout).
     pub image_source: ImageSourceConfig,
 }
 
@@ -68,10 +71,21 @@ impl VisionServer {
     /// Fetch, size, decode and argument errors as described in [`analysis::analyze`] and [`ImageSource`].
     pub async fn analyze(&self, args: AnalyzeArgs) -> Result<VisionReport, Error> {
         let opts = args.options()?;
-        let bytes = self.source.fetch(args.image.uri()).await?;
-        tokio::task::spawn_blocking(move || analysis::analyze(&bytes, &opts))
+        let uri = args.image.uri();
+        let bytes = self.source.fetch(uri).await?;
+        let report = tokio::task::spawn_blocking(move || analysis::analyze(&bytes, &opts))
             .await
-            .map_err(|e| Error::Internal { context: "analysing the image", message: e.to_string() })?
+            .map_err(|e| Error::Internal { context: "analysing the image", message: e.to_string() })?;
+        match report {
+            // Bytes fetched from a third party are never described back to the caller.
+            Err(Error::Thermal(_) | Error::UnknownImageFormat) if source::is_network_reference(uri) => {
+                Err(Error::ImageFetch {
+                    source_desc: uri.chars().take(200).collect(),
+                    message: "the fetched resource is not a readable thermal image".into(),
+                })
+            }
+            other => other,
+        }
     }
 }
 
@@ -79,7 +93,7 @@ impl VisionServer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ImageArg {
-    /// Data URL, bare base64, `http(s)://` or `file://` URL, or any resource-link URI.
+    /// Data URL, bare base64, blob reference, allowlisted `http(s)://` URL, or any resource-link URI.
     Text(String),
     /// An MCP `resource_link` content block (only `uri` is used).
     Link {
@@ -124,9 +138,13 @@ pub struct AnalyzeArgs {
     /// Pick-and-place CSV (`designator, x, y[, …]`, frame pixels).
     #[serde(default)]
     pub component_map: Option<String>,
-    /// `panel` or `board`; default `board` with a component map, else `panel`.
+    /// The equipment (`panel`, `board`, `motor-bearing`, `pv-module`, `transformer`, `building-envelope`, `other`);
+    /// default `board` with a component map, else what `context` names, else `unknown`.
     #[serde(default)]
     pub equipment: Option<Equipment>,
+    /// The operator's context text (equipment, component, load).
+    #[serde(default)]
+    pub context: Option<String>,
     /// Hotspots to report, 1–64 (default 8).
     #[serde(default)]
     pub max_hotspots: Option<usize>,
@@ -145,6 +163,7 @@ impl AnalyzeArgs {
             reference_method: None,
             component_map: None,
             equipment: None,
+            context: None,
             max_hotspots: None,
         }
     }
@@ -170,6 +189,14 @@ impl AnalyzeArgs {
                 message: "width and height must be at least 1 pixel".into(),
             });
         }
+        if let Some(c) = &self.context
+            && c.chars().count() > MAX_CONTEXT_CHARS
+        {
+            return Err(Error::InvalidArgument {
+                field: "context",
+                message: format!("longer than {MAX_CONTEXT_CHARS} characters"),
+            });
+        }
         let components = self.component_map.as_deref().map(components::parse).transpose()?;
         Ok(AnalyzeOptions {
             emissivity: self.emissivity,
@@ -185,6 +212,7 @@ impl AnalyzeArgs {
             reference_method: self.reference_method,
             components,
             equipment: self.equipment,
+            context: self.context.clone(),
             max_hotspots: self.max_hotspots.unwrap_or(0),
         })
     }
@@ -214,7 +242,7 @@ pub fn input_schema() -> Value {
         "type": "object",
         "properties": {
             "image": {
-                "description": "The thermal image: a data: URL or raw base64 of the file bytes, an http(s) URL (e.g. the router's http://127.0.0.1:PORT/blobs/<sha256>), a file:// URL (only inside the server's allowed directory), or a resource link object with a uri. FLIR radiometric JPEG/FFF/SEQ give temperatures; DJI R-JPEG and plain JPEG/PNG give a labelled relative analysis.",
+                "description": "The thermal image: a data: URL or raw base64 of the file bytes, a blob reference to the router's blob store (blob:<sha256>, or the router's URL http://127.0.0.1:PORT/blobs/<sha256>), an http(s) URL on a host the server's allowlist names, or a resource link object with a uri. file:// URLs are never read. FLIR radiometric JPEG/FFF/SEQ give temperatures; DJI R-JPEG and plain JPEG/PNG give a labelled relative analysis.",
                 "oneOf": [
                     { "type": "string", "minLength": 1 },
                     {
@@ -247,8 +275,12 @@ pub fn input_schema() -> Value {
                 "description": "Pick-and-place CSV naming parts: one `designator, x, y[, value, package]` per line, separator , ; or tab, header optional (columns may then be in any order: designator/ref, x/mid x, y/mid y, value, package). Coordinates are raw thermal-frame pixels, not millimetres. The part nearest the top hotspot is reported as suspected_component."
             },
             "equipment": {
-                "type": "string", "enum": ["panel", "board"],
-                "description": "What the image shows: electrical panel/switchgear or a circuit board. Default: board when component_map is given, else panel."
+                "type": "string", "enum": EQUIPMENT_NAMES,
+                "description": "What the image shows: panel (electrical panel/switchgear), board (circuit board), motor-bearing, pv-module, transformer, building-envelope or other. It decides the criteria: NETA MTS Table 100.18 bands for electrical equipment, IEC TS 62446-3 classes for PV modules, no band for the rest. Default: board when component_map is given, else what `context` names, else unknown (reported without a severity band)."
+            },
+            "context": {
+                "type": "string", "maxLength": MAX_CONTEXT_CHARS,
+                "description": "What the operator knows: equipment, component, load (e.g. 'main switchboard, neutral lug, 70 % load'). Used to identify the equipment and the component when not given otherwise."
             },
             "max_hotspots": { "type": "integer", "minimum": 1, "maximum": MAX_HOTSPOTS, "default": analysis::DEFAULT_MAX_HOTSPOTS }
         },
@@ -298,7 +330,18 @@ pub fn output_schema() -> Value {
                 },
                 "required": ["width", "height", "format", "camera"]
             },
-            "equipment": { "type": "string", "enum": ["panel", "board"] },
+            "equipment": { "type": "string", "enum": ["panel", "board", "motor-bearing", "pv-module", "transformer", "building-envelope", "other", "unknown"] },
+            "equipment_source": { "type": "string", "enum": ["operator", "component-map", "context", "none"] },
+            "equipment_reason": { "type": "string" },
+            "component": {
+                "type": "object",
+                "properties": {
+                    "kind": { "type": "string" },
+                    "group": { "type": "string" },
+                    "source": { "type": "string" }
+                },
+                "required": ["kind", "group", "source"]
+            },
             "conditions": { "type": ["object", "null"] },
             "min_c": num_or_null, "max_c": num_or_null, "mean_c": num_or_null,
             "hottest": point,
@@ -331,12 +374,14 @@ pub fn output_schema() -> Value {
             "severity": {
                 "type": "object",
                 "properties": {
-                    "band": { "type": "string", "enum": ["none", "possible", "probable", "monitor", "major"] },
+                    "standard": { "type": "string" },
+                    "band": { "type": ["string", "null"], "enum": ["none", "possible", "probable", "monitor", "major", null] },
+                    "class": { "type": ["string", "null"], "enum": ["CoA 1", "CoA 2", "CoA 3", null] },
                     "criterion": { "type": "string" },
                     "action": { "type": "string" },
                     "assessed": { "type": "boolean" }
                 },
-                "required": ["band", "criterion", "action"]
+                "required": ["standard", "band", "class", "criterion", "action", "assessed"]
             },
             "suspected_component": {
                 "type": ["object", "null"],
@@ -364,7 +409,8 @@ pub fn output_schema() -> Value {
         },
         "required": [
             "radiometric", "analysis", "image", "min_c", "max_c", "mean_c", "hotspots", "reference",
-            "delta_t_ref_c", "delta_t_ambient_c", "severity", "failure_mode", "confidence", "notes"
+            "delta_t_ref_c", "delta_t_ambient_c", "severity", "failure_mode", "confidence", "notes",
+            "equipment", "equipment_source", "equipment_reason", "component"
         ]
     })
 }
@@ -375,11 +421,12 @@ pub fn analyze_thermal_image_tool() -> Tool {
     TOOL.get_or_init(|| {
         Tool::new(
             ANALYZE_THERMAL_IMAGE,
-            "Analyse a thermal image of an electrical panel or circuit board: temperatures (FLIR radiometric) or a \
-             labelled relative analysis (DJI, plain images), hotspots, ΔT against a reference (a similar \
-             component, else the frame median) and, if ambient_c is given, against ambient air, the NETA Table \
-             100.18 severity band and action, the suspected component (with a component_map), a failure-mode \
-             hypothesis, a confidence and caveats.",
+            "Analyse a thermal image: temperatures (FLIR radiometric) or a labelled relative analysis (DJI, plain \
+             images), hotspots, ΔT against a reference (a similar component, else the frame median) and, if \
+             ambient_c is given, against ambient air; the equipment (given, from a component_map or the context, \
+             else unknown) and the criteria for it: NETA Table 100.18 band for electrical equipment, IEC TS \
+             62446-3 class for PV modules, no band for the rest; the component and a failure-mode hypothesis, a \
+             confidence and caveats.",
             object(input_schema()),
         )
         .with_title("Analyse thermal image")
@@ -400,9 +447,9 @@ impl ServerHandler for VisionServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "Thermal-image analysis for electrical inspection. Call analyze_thermal_image with the image (URL or \
-                 base64); add reference_region on a similar component, ambient_c, emissivity and a component_map \
-                 when known.",
+                "Thermal-image analysis for inspection. Call analyze_thermal_image with the image (blob reference or \
+                 base64) and the equipment it shows; add reference_region on a similar component, ambient_c, \
+                 emissivity, context and a component_map when known.",
             )
     }
 

@@ -1,5 +1,13 @@
-//! Severity of a thermal finding: NETA Table 100.18 "Thermographic Survey – Suggested Actions Based on
-//! Temperature Rise" (ANSI/NETA ATS/MTS), applied as written.
+//! Severity of a thermal finding, by the criteria that apply to the equipment:
+//!
+//! - **electrical equipment** (panels, switchgear, boards, transformers): NETA Table 100.18 ([`assess`]);
+//! - **PV modules**: the classes of abnormality of IEC TS 62446-3 ([`assess_pv`]);
+//! - **everything else, and unknown equipment**: no published ΔT criteria, so no band ([`ungraded`]); the ΔT
+//!   figures and the hotspot are still reported, and the plan starts with what the operator should confirm.
+//!
+//! # NETA Table 100.18
+//!
+//! "Thermographic Survey – Suggested Actions Based on Temperature Rise" (ANSI/NETA ATS/MTS), applied as written.
 //!
 //! | ΔT vs similar component / reference | ΔT vs ambient air | band | action |
 //! |---|---|---|---|
@@ -98,6 +106,74 @@ pub fn band_vs_ambient(delta_c: f64) -> Band {
     }
 }
 
+/// The standard [`assess`] applies.
+pub const NETA: &str = "NETA MTS Table 100.18";
+/// The standard [`assess_pv`] applies.
+pub const IEC_62446_3: &str = "IEC TS 62446-3";
+
+/// ΔT (K) from which a PV module finding is a thermal abnormality (class CoA 2).
+pub const PV_COA2_FROM_C: f64 = 3.0;
+/// ΔT (K) above which a PV module finding is a safety-relevant thermal abnormality (class CoA 3).
+pub const PV_COA3_ABOVE_C: f64 = 20.0;
+
+/// The IEC TS 62446-3 class of abnormality for a ΔT against similar modules (or cells) under the same
+/// irradiance: `CoA 1` no abnormality, `CoA 2` thermal abnormality, `CoA 3` safety-relevant thermal abnormality.
+///
+/// The standard defines the three classes and leaves the class of a pattern to the thermographer; the ΔT
+/// thresholds here ([`PV_COA2_FROM_C`], [`PV_COA3_ABOVE_C`]) are this tool's screening rule, stated in the
+/// criterion text and in the knowledge base (`pv-iec-62446-3-classes`).
+pub fn pv_class(delta_c: f64) -> (&'static str, &'static str) {
+    if !delta_c.is_finite() || delta_c < PV_COA2_FROM_C {
+        ("CoA 1", "no abnormality; no action beyond the routine inspection")
+    } else if delta_c <= PV_COA3_ABOVE_C {
+        (
+            "CoA 2",
+            "thermal abnormality: find the cause (cell, bypass diode, connection, soiling) and plan its correction",
+        )
+    } else {
+        (
+            "CoA 3",
+            "safety-relevant thermal abnormality: isolate the module or string and repair or replace it before \
+             returning it to service",
+        )
+    }
+}
+
+/// Grades a PV module finding by IEC TS 62446-3 ([`pv_class`]); `None` ΔT (relative analysis) is not graded.
+pub fn assess_pv(delta_ref_c: Option<f64>, reference_label: &str) -> Severity {
+    let Some(d) = delta_ref_c else {
+        return ungraded(
+            "not assessed: no temperatures (relative analysis), so IEC TS 62446-3 classes cannot be applied",
+            "re-take the image with a radiometric camera (or export radiometric data) to classify it",
+        );
+    };
+    let (class, action) = pv_class(d);
+    Severity {
+        standard: IEC_62446_3.into(),
+        band: None,
+        class: Some(class.into()),
+        criterion: format!(
+            "ΔT {d:.1} °C vs reference ({reference_label}) → {class} (IEC TS 62446-3 classes of abnormality; \
+             screening thresholds of this tool: < {PV_COA2_FROM_C} K CoA 1, {PV_COA2_FROM_C}–{PV_COA3_ABOVE_C} K \
+             CoA 2, > {PV_COA3_ABOVE_C} K CoA 3; valid at ≥ 600 W/m² stable irradiance)"
+        ),
+        action: action.into(),
+        assessed: true,
+    }
+}
+
+/// A finding that is not graded: `criterion` says why, `action` what to do first.
+pub fn ungraded(criterion: impl Into<String>, action: impl Into<String>) -> Severity {
+    Severity {
+        standard: "none".into(),
+        band: None,
+        class: None,
+        criterion: criterion.into(),
+        action: action.into(),
+        assessed: false,
+    }
+}
+
 /// Distance (°C) from `delta_c` to the nearest band edge of its criterion; small values mean the band could flip
 /// with a small measurement error (used to lower confidence).
 pub fn margin_to_edge(delta_c: f64, ambient: bool) -> f64 {
@@ -108,14 +184,18 @@ pub fn margin_to_edge(delta_c: f64, ambient: bool) -> f64 {
 /// The `severity` object of the vision output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Severity {
-    /// The worse band of the criteria that applied.
-    pub band: Band,
-    /// Which criterion decided the band, with the figures (or why none could be applied).
+    /// The criteria applied: [`NETA`], [`IEC_62446_3`] or `none`.
+    pub standard: String,
+    /// The NETA band (the worse of the criteria that applied); `null` unless NETA criteria were applied.
+    pub band: Option<Band>,
+    /// The IEC TS 62446-3 class of abnormality (`CoA 1`–`CoA 3`); `null` unless PV criteria were applied.
+    pub class: Option<String>,
+    /// Which criterion decided the band or class, with the figures (or why none could be applied).
     pub criterion: String,
-    /// The NETA suggested action for `band`.
+    /// The suggested action (for an ungraded finding: what to confirm first).
     pub action: String,
-    /// False when no criterion could be applied (relative analysis): `band` is then `none` by convention and says
-    /// nothing about the equipment.
+    /// False when no criterion could be applied (relative analysis, unknown equipment, equipment without
+    /// published ΔT criteria): `band` and `class` are then `null`.
     pub assessed: bool,
 }
 
@@ -141,16 +221,10 @@ pub fn assess(delta_ref_c: Option<f64>, reference_label: &str, delta_ambient_c: 
     };
     let (band, criterion) = match (by_ref, by_amb) {
         (None, None) => {
-            return Severity {
-                band: Band::None,
-                criterion:
-                    "not assessed: no temperatures (relative analysis), so NETA ΔT bands cannot be applied"
-                        .into(),
-                action:
-                    "re-take the image with a radiometric camera (or export radiometric data) to grade it"
-                        .into(),
-                assessed: false,
-            };
+            return ungraded(
+                "not assessed: no temperatures (relative analysis), so NETA ΔT bands cannot be applied",
+                "re-take the image with a radiometric camera (or export radiometric data) to grade it",
+            );
         }
         (Some((b, d)), None) => (b, ref_text(b, d)),
         (None, Some((b, d))) => (b, amb_text(b, d)),
@@ -160,7 +234,14 @@ pub fn assess(delta_ref_c: Option<f64>, reference_label: &str, delta_ambient_c: 
             (rb.max(ab), format!("{decided}; also {other}"))
         }
     };
-    Severity { band, criterion, action: band.action().into(), assessed: true }
+    Severity {
+        standard: NETA.into(),
+        band: Some(band),
+        class: None,
+        criterion,
+        action: band.action().into(),
+        assessed: true,
+    }
 }
 
 #[cfg(test)]
@@ -197,15 +278,27 @@ mod tests {
     #[test]
     fn overall_band_is_the_worse_and_ambient_only_when_given() {
         let s = assess(Some(2.0), "median", None);
-        assert_eq!((s.band, s.action.as_str()), (Band::Possible, ACTION_POSSIBLE));
+        assert_eq!((s.band, s.action.as_str()), (Some(Band::Possible), ACTION_POSSIBLE));
         let s = assess(Some(2.0), "median", Some(30.0));
-        assert_eq!(s.band, Band::Monitor);
+        assert_eq!(s.band, Some(Band::Monitor));
         assert!(s.criterion.starts_with("ΔT 30.0 °C vs ambient"), "{}", s.criterion);
         let s = assess(Some(20.0), "median", Some(30.0));
-        assert_eq!((s.band, s.action.as_str()), (Band::Major, ACTION_MAJOR));
+        assert_eq!((s.band, s.action.as_str()), (Some(Band::Major), ACTION_MAJOR));
+        assert_eq!(s.standard, NETA);
         let s = assess(None, "", None);
-        assert!(!s.assessed && s.band == Band::None);
+        assert!(!s.assessed && s.band.is_none());
         assert_eq!(serde_json::to_value(Band::Major).unwrap(), "major");
         assert!(margin_to_edge(15.2, false) < 0.3);
+    }
+
+    #[test]
+    fn pv_classes_follow_the_screening_thresholds() {
+        assert_eq!(pv_class(1.0).0, "CoA 1");
+        assert_eq!(pv_class(3.0).0, "CoA 2");
+        assert_eq!(pv_class(20.0).0, "CoA 2");
+        assert_eq!(pv_class(25.0).0, "CoA 3");
+        let s = assess_pv(Some(12.0), "frame median");
+        assert_eq!((s.standard.as_str(), s.class.as_deref(), s.band), (IEC_62446_3, Some("CoA 2"), None));
+        assert!(!assess_pv(None, "").assessed);
     }
 }

@@ -38,6 +38,7 @@ async fn labelled_queries_recall_at_3() {
             part_number: l.part_number.clone(),
             component_kind: l.component_kind.clone(),
             top_k: 3,
+            ..SearchQuery::default()
         };
         let results = kb.search(&q).await.unwrap();
         let ids: Vec<&str> = results.iter().map(|h| h.id.as_str()).collect();
@@ -288,4 +289,38 @@ async fn file_database_persists() {
     let kb = KnowledgeBase::open_path(&path).await.unwrap();
     let hits = kb.search(&SearchQuery::new("flux capacitor glowing")).await.unwrap();
     assert_eq!(hits[0].id, "flux-capacitor-88");
+}
+
+/// A structured query (component group and failure mode as fields, equipment as a filter) returns sections of
+/// that group about that mode, and each hit says why it matched.
+#[tokio::test]
+async fn structured_queries_stay_on_the_component_and_say_why() {
+    let kb = KnowledgeBase::embedded().await.unwrap();
+    let q = SearchQuery::new("termination loose-connection")
+        .component_kind("termination")
+        .component_group("termination")
+        .failure_mode("loose-connection")
+        .equipment("panel");
+    let hits = kb.search(&q).await.unwrap();
+    assert_eq!(hits.len(), 3);
+    for h in &hits {
+        assert_eq!(h.group, "termination", "{} is about {}", h.id, h.group);
+        assert!(h.modes.iter().any(|m| m == "loose-connection"), "{} {:?}", h.id, h.modes);
+        let why: Vec<String> = h.matched.iter().map(ToString::to_string).collect();
+        assert!(why.iter().any(|w| w.starts_with("component group termination")), "{why:?}");
+        assert!(why.iter().any(|w| w == "failure mode loose-connection"), "{why:?}");
+    }
+    // The old free-text query of the flow pulled battery, UPS and contactor sections in; the structure does not.
+    assert!(!hits.iter().any(|h| h.id.starts_with("batt-") || h.id.starts_with("cont-")), "{hits:?}");
+
+    // Equipment filters: nothing of a panel comes back for a PV module, even for a panel word.
+    let q = SearchQuery::new("breaker lug hot").failure_mode("pv-hotspot").equipment("pv-module").top_k(5);
+    let hits = kb.search(&q).await.unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h.group == "pv-module" || h.group == "survey-method"), "{hits:?}");
+
+    // No text at all is fine when the structure is given.
+    let q = SearchQuery::default().component_group("bus").failure_mode("overload-imbalance");
+    let hits = kb.search(&q).await.unwrap();
+    assert_eq!(hits[0].group, "bus");
 }

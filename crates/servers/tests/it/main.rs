@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod eval;
 mod knowledge;
 mod knowledge_mcp;
 mod reasoning;

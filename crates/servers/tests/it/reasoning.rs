@@ -14,7 +14,11 @@ use switchboard_servers::{
         KnowledgeBase, KnowledgeServer,
         server::{SEARCH_MANUAL, SearchManualOutput},
     },
-    reasoning::{LlmConfig, ReasoningConfig, ReasoningServer, RepairPlan, server::GENERATE_REPAIR_STEPS},
+    reasoning::{
+        LlmConfig, ReasoningConfig, ReasoningServer, RepairPlan,
+        server::GENERATE_REPAIR_STEPS,
+        synth::{step_section, strip_source},
+    },
     vision::{VisionReport, VisionServer, server::ANALYZE_THERMAL_IMAGE},
 };
 
@@ -24,14 +28,15 @@ use crate::common::{call, connect, sample, text_of};
 async fn upstream_outputs() -> (Value, Value) {
     let vision = connect(VisionServer::default()).await;
     let image = base64::engine::general_purpose::STANDARD.encode(sample("wm01_200_deg_neutral.jpg"));
-    let v = call(&vision, ANALYZE_THERMAL_IMAGE, json!({ "image": image })).await;
+    let v = call(&vision, ANALYZE_THERMAL_IMAGE, json!({ "image": image, "equipment": "panel" })).await;
     let v = v.structured_content.expect("vision output");
-    let report: VisionReport = serde_json::from_value(v.clone()).unwrap();
+    let _: VisionReport = serde_json::from_value(v.clone()).unwrap();
     vision.cancel().await.unwrap();
 
     let knowledge = connect(KnowledgeServer::new(KnowledgeBase::embedded().await.unwrap())).await;
-    let query = format!("neutral conductor terminal hot {}", report.failure_mode.kind.replace('-', " "));
-    let k = call(&knowledge, SEARCH_MANUAL, json!({ "query": query })).await;
+    // The query the default flow builds: component and failure mode as fields.
+    let args = serde_json::to_value(switchboard_servers::eval::knowledge_args(&v)).unwrap();
+    let k = call(&knowledge, SEARCH_MANUAL, args).await;
     let k = k.structured_content.expect("knowledge output");
     knowledge.cancel().await.unwrap();
     (v, k)
@@ -51,13 +56,23 @@ async fn diagnosis_chain_gives_a_safe_ordered_plan() {
     let args = json!({ "vision": vision, "knowledge": knowledge, "context": "main panel at 60 % load" });
     let plan = plan_from(ReasoningServer::default(), args).await;
     assert_eq!(plan.backend, "deterministic");
-    assert_eq!(plan.severity.band, "major");
+    assert_eq!(plan.severity.band.as_deref(), Some("major"));
     assert_eq!(plan.severity.action, "major discrepancy; repair immediately");
     assert!(plan.safety[0].contains("lockout/tagout"), "{:?}", plan.safety);
     assert!(plan.steps[0].starts_with("Repair immediately"), "{:?}", plan.steps);
     let knowledge: SearchManualOutput = serde_json::from_value(knowledge).unwrap();
     let top = &knowledge.results[0];
-    assert!(plan.steps.iter().any(|s| s == &top.steps[0]), "{:?} lacks {:?}", plan.steps, top.steps[0]);
+    assert!(
+        plan.steps.iter().any(|s| strip_source(s) == top.steps[0]),
+        "{:?} lacks {:?}",
+        plan.steps,
+        top.steps[0]
+    );
+    // Every step names the manual section it comes from.
+    assert_eq!(plan.steps.len(), plan.step_sources.len());
+    for (step, src) in plan.steps.iter().zip(&plan.step_sources) {
+        assert_eq!(step_section(step), Some(src.section.as_str()), "{step}");
+    }
     let vision_conf = vision["confidence"].as_f64().unwrap();
     assert!(
         (plan.confidence - vision_conf * top.score).abs() < 0.011,
@@ -118,7 +133,9 @@ fn llm_server(url: &str, timeout: Duration) -> ReasoningServer {
 }
 
 const ANSWER: &str = r#"{"summary": "LLM: the neutral lug is loose; fix it today.",
-    "steps": ["Tighten the neutral lug N1 to the specified torque.", "Re-scan under load."],
+    "steps": ["Tighten the neutral lug N1 to the specified torque. [manual: thermo-neta-severity-bands]",
+              "Check the battery intercell connectors for hydrogen. [manual: batt-vrla-terminal-connector]",
+              "Re-scan under load. [manual: thermo-reporting]"],
     "parts": ["Neutral lug kit"], "safety": ["Keep the panel door closed while energised."]}"#;
 
 #[tokio::test]
@@ -132,10 +149,17 @@ async fn openai_compatible_backend_is_validated_and_merged() {
     assert!(plan.summary.starts_with("LLM:"));
     assert!(plan.steps[0].starts_with("Repair immediately"), "severity step kept first: {:?}", plan.steps);
     assert!(plan.steps.iter().any(|s| s.contains("Tighten the neutral lug N1")));
+    // The same rule as the deterministic plan: a step from a section about another component is dropped.
+    assert!(!plan.steps.iter().any(|s| s.contains("battery")), "{:?}", plan.steps);
+    assert!(
+        plan.notes.iter().any(|n| n.contains("named no manual section of this plan")),
+        "{:?}",
+        plan.notes
+    );
     assert!(plan.safety[0].contains("lockout/tagout"), "mandatory safety kept first");
     assert!(plan.safety.iter().any(|s| s.contains("panel door")));
     assert!(plan.parts.iter().any(|p| p == "Neutral lug kit"));
-    assert_eq!(plan.severity.band, "major", "the model cannot change the severity");
+    assert_eq!(plan.severity.band.as_deref(), Some("major"), "the model cannot change the severity");
     let body = seen.lock().unwrap().clone().expect("request seen");
     assert_eq!(body["model"], "fake-model");
     assert_eq!(body["response_format"]["type"], "json_object");
