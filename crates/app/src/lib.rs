@@ -15,11 +15,13 @@ pub mod edge;
 pub mod endpoint;
 pub mod http;
 pub mod invoker;
+pub mod listener;
 pub mod notify;
 pub mod probe;
 pub mod serve;
 pub mod servers;
 pub mod session;
+pub mod stdout;
 pub mod traces;
 pub mod upstreams;
 
