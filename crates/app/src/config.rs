@@ -94,6 +94,23 @@ pub struct EndpointToml {
     /// goes in the file). Without it, `SWITCHBOARD_TOKEN` is used when set.
     #[serde(default)]
     pub token_env: Option<String>,
+    /// File holding the key that seals 2025-11-25 session ids (32 to 1024 bytes, surrounding
+    /// whitespace ignored), so several instances and restarts share sessions.
+    /// `SWITCHBOARD_SESSION_KEY` wins over it; without either the key is random per process.
+    #[serde(default)]
+    pub session_key_file: Option<PathBuf>,
+    /// How long a 2025-11-25 client may take to answer a server → client request, seconds.
+    #[serde(default)]
+    pub answer_timeout_secs: Option<u64>,
+    /// How long a client may take to send a request's headers, seconds (default 10).
+    #[serde(default)]
+    pub header_read_timeout_secs: Option<u64>,
+    /// How long an idle keep-alive connection stays open, seconds (default 60).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Connections served at once; more are closed as they arrive (default 1024).
+    #[serde(default)]
+    pub max_connections: Option<usize>,
 }
 
 fn default_call_timeout() -> u64 {
@@ -114,6 +131,11 @@ impl Default for EndpointToml {
             call_timeout_secs: default_call_timeout(),
             traces_kept: default_traces_kept(),
             token_env: None,
+            session_key_file: None,
+            answer_timeout_secs: None,
+            header_read_timeout_secs: None,
+            idle_timeout_secs: None,
+            max_connections: None,
         }
     }
 }
@@ -147,6 +169,12 @@ pub struct EndpointSettings {
     pub allowed_origins: Vec<String>,
     /// Largest request body in bytes.
     pub body_limit: usize,
+    /// File holding the session key (see [`EndpointToml::session_key_file`]).
+    pub session_key_file: Option<PathBuf>,
+    /// How long a 2025-11-25 client may take to answer a server → client request.
+    pub answer_timeout: Duration,
+    /// Timeouts and connection cap of the HTTP listener.
+    pub listener: crate::http::ListenerConfig,
 }
 
 impl Default for EndpointSettings {
@@ -156,6 +184,9 @@ impl Default for EndpointSettings {
             federation: FederationConfig::default(),
             allowed_origins: Vec::new(),
             body_limit: crate::endpoint::DEFAULT_BODY_LIMIT,
+            session_key_file: None,
+            answer_timeout: crate::endpoint::DEFAULT_ANSWER_TIMEOUT,
+            listener: crate::http::ListenerConfig::default(),
         }
     }
 }
@@ -330,6 +361,21 @@ pub fn parse(
         anyhow::ensure!(b >= 1024, "{source}: endpoint.body_limit {b} is below 1024 bytes");
         endpoint.body_limit = b;
     }
+    endpoint.session_key_file = e.session_key_file.clone();
+    let secs = |key: &str, v: Option<u64>, default: Duration| match v {
+        None => Ok(default),
+        Some(0) => Err(anyhow::anyhow!("{source}: endpoint.{key} must be at least 1 second")),
+        Some(n) => Ok(Duration::from_secs(n)),
+    };
+    endpoint.answer_timeout = secs("answer_timeout_secs", e.answer_timeout_secs, endpoint.answer_timeout)?;
+    let l = &mut endpoint.listener;
+    l.header_read_timeout =
+        secs("header_read_timeout_secs", e.header_read_timeout_secs, l.header_read_timeout)?;
+    l.idle_timeout = secs("idle_timeout_secs", e.idle_timeout_secs, l.idle_timeout)?;
+    if let Some(n) = e.max_connections {
+        anyhow::ensure!(n >= 1, "{source}: endpoint.max_connections must be at least 1");
+        l.max_connections = n;
+    }
     Ok(AppConfig {
         registry,
         db_path,
@@ -406,6 +452,31 @@ mod tests {
         assert!(bad.contains("e.toml") && bad.contains("sometimes"), "{bad}");
         let bad = parse("[endpoint]\nseparator = \"\"\n", "e.toml", &[], None).unwrap_err().to_string();
         assert!(bad.contains("endpoint.separator"), "{bad}");
+    }
+
+    #[test]
+    fn listener_and_session_settings() {
+        let c = parse(
+            "[endpoint]\nheader_read_timeout_secs = 3\nidle_timeout_secs = 7\nmax_connections = 9\n\
+             answer_timeout_secs = 30\nsession_key_file = \"/etc/sb.key\"\n",
+            "e.toml",
+            &[],
+            None,
+        )
+        .unwrap();
+        let l = &c.endpoint.listener;
+        assert_eq!(
+            (l.header_read_timeout, l.idle_timeout, l.max_connections),
+            (Duration::from_secs(3), Duration::from_secs(7), 9)
+        );
+        assert_eq!(c.endpoint.answer_timeout, Duration::from_secs(30));
+        assert_eq!(c.endpoint.session_key_file.as_deref(), Some(Path::new("/etc/sb.key")));
+        let d = parse("", "e.toml", &[], None).unwrap();
+        assert_eq!(d.endpoint.listener, crate::http::ListenerConfig::default());
+        let e = parse("[endpoint]\nidle_timeout_secs = 0\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("endpoint.idle_timeout_secs"), "{e}");
+        let e = parse("[endpoint]\nmax_connections = 0\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("endpoint.max_connections"), "{e}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::downstream::Adapter;
 use crate::downstream::ws::WsState;
 use crate::edge::{Edge, EdgeConfig};
 use crate::endpoint::{self, EndpointConfig};
+pub use crate::listener::ListenerConfig;
 
 /// Shared state of the listener.
 #[derive(Clone)]
@@ -128,16 +129,27 @@ pub fn app(state: HttpState, edge: EdgeConfig, cancel: CancellationToken) -> (Ro
     (outer, adapter)
 }
 
-/// Serves `app` on `listener` until `cancel` fires. Handlers see the peer address as
-/// `ConnectInfo<SocketAddr>`.
+/// Serves `app` on `listener` with the default [`ListenerConfig`] until `cancel` fires (see
+/// [`serve_with`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     cancel: CancellationToken,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(async move { cancel.cancelled().await })
-        .await
+    serve_with(listener, app, ListenerConfig::default(), cancel).await
+}
+
+/// Serves `app` on `listener` until `cancel` fires, then stops accepting and drains the
+/// requests in flight (idle connections close at once). Handlers see the peer address as
+/// `ConnectInfo<SocketAddr>`. Connections are bounded in number and in how long they may
+/// take to send a request's headers or stay idle ([`crate::listener`]).
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    config: ListenerConfig,
+    cancel: CancellationToken,
+) -> std::io::Result<()> {
+    crate::listener::run(listener, app, config, cancel).await
 }
 
 /// Adapts an axum body stream into `AsyncRead`.

@@ -12,9 +12,11 @@ pub mod config;
 pub mod diagnose;
 pub mod http;
 pub mod invoker;
+pub mod listener;
 pub mod probe;
 pub mod serve;
 pub mod servers;
+pub mod stdout;
 pub mod upstreams;
 
 /// Unix time in milliseconds (the one clock helper, shared with the router).

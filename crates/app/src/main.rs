@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use switchboard_app::{builtins, config, probe, serve, servers, upstreams};
+use switchboard_app::{builtins, config, out, outln, probe, serve, servers, upstreams};
 use switchboard_router::federation::PrefixMode;
 use tokio_util::sync::CancellationToken;
 
@@ -287,7 +287,7 @@ async fn run_server(
                     (None, Some(a)) => serve::serve_ws($h, a, cancel).await?,
                     (None, None) => unreachable!("checked by the caller"),
                 };
-                println!("listening on {}", serving.url());
+                outln!("listening on {}", serving.url());
                 serving.wait().await?;
             }
         }};
@@ -366,11 +366,11 @@ async fn main() -> ExitCode {
             .await;
             match result {
                 Ok(rows) if json => {
-                    println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+                    outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
                     ExitCode::SUCCESS
                 }
                 Ok(rows) => {
-                    print!("{}", switchboard_app::traces::render(&rows));
+                    out!("{}", switchboard_app::traces::render(&rows));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -394,11 +394,11 @@ async fn main() -> ExitCode {
             .await;
             match result {
                 Ok(rows) if json => {
-                    println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+                    outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
                     ExitCode::SUCCESS
                 }
                 Ok(rows) => {
-                    print!("{}", servers::render(&rows));
+                    out!("{}", servers::render(&rows));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -473,9 +473,9 @@ async fn main() -> ExitCode {
             match result {
                 Ok(record) => {
                     if json {
-                        println!("{}", serde_json::to_string_pretty(&record).unwrap_or_default());
+                        outln!("{}", serde_json::to_string_pretty(&record).unwrap_or_default());
                     } else {
-                        print!("{}", switchboard_app::diagnose::render(&record));
+                        out!("{}", switchboard_app::diagnose::render(&record));
                     }
                     if record.outcome == switchboard_flow::RunOutcome::Ok {
                         ExitCode::SUCCESS
@@ -502,19 +502,16 @@ async fn main() -> ExitCode {
             .await;
             match result {
                 Ok(r) => {
-                    println!("runs            {}", r.runs);
+                    outln!("runs            {}", r.runs);
                     for (node, p50, p95) in &r.nodes {
-                        println!("node {node:<10} p50 {p50:>7.1} ms   p95 {p95:>7.1} ms");
+                        outln!("node {node:<10} p50 {p50:>7.1} ms   p95 {p95:>7.1} ms");
                     }
-                    println!(
-                        "end to end      p50 {:>7.1} ms   p95 {:>7.1} ms",
-                        r.end_to_end.0, r.end_to_end.1
-                    );
-                    println!(
+                    outln!("end to end      p50 {:>7.1} ms   p95 {:>7.1} ms", r.end_to_end.0, r.end_to_end.1);
+                    outln!(
                         "baseline        p50 {:>7.1} ms   (thermal library alone, same image, same run)",
                         r.baseline_ms
                     );
-                    println!("ratio           {:.2}× baseline", r.ratio);
+                    outln!("ratio           {:.2}× baseline", r.ratio);
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -530,7 +527,7 @@ async fn main() -> ExitCode {
                 match action {
                     KnowledgeAction::Import { paths } => {
                         let report = kb.import_paths(&paths).await;
-                        println!(
+                        outln!(
                             "added {}, replaced {}, {} sections in total",
                             report.added,
                             report.replaced,
@@ -555,7 +552,7 @@ async fn main() -> ExitCode {
                             q = q.component_kind(k);
                         }
                         for hit in kb.search(&q).await? {
-                            println!("{:.3}  {}  {} ({})", hit.score, hit.id, hit.title, hit.kind);
+                            outln!("{:.3}  {}  {} ({})", hit.score, hit.id, hit.title, hit.kind);
                         }
                     }
                 }
@@ -606,11 +603,11 @@ async fn main() -> ExitCode {
             };
             match probe::probe(target, Duration::from_secs(timeout.max(1))).await {
                 Ok(r) if json => {
-                    println!("{}", serde_json::to_string_pretty(&probe::to_json(&r)).unwrap_or_default());
+                    outln!("{}", serde_json::to_string_pretty(&probe::to_json(&r)).unwrap_or_default());
                     ExitCode::SUCCESS
                 }
                 Ok(r) => {
-                    print!("{}", probe::render(&r));
+                    out!("{}", probe::render(&r));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

@@ -65,7 +65,8 @@ pub struct ServeOptions {
     pub listen: Option<std::net::SocketAddr>,
     /// Serve one MCP client on stdin/stdout; the process ends when stdin closes.
     pub stdio: bool,
-    /// The bearer token `/mcp` requires (HTTP and WebSocket; stdio is the process owner's).
+    /// The bearer token every route but `/healthz` requires (HTTP and WebSocket; stdio is the
+    /// process owner's).
     pub token: Option<crate::auth::BearerToken>,
 }
 
@@ -83,41 +84,71 @@ fn build(
         blobs,
         registry: Some(registry.clone()),
         endpoint: std::sync::Arc::new(crate::endpoint::EndpointConfig {
-            session_key: crate::session::SessionKey::from_env_or_random(),
+            session_key: crate::session::SessionKey::configured_or_random(
+                config.endpoint.session_key_file.as_deref(),
+            )?,
             federation: config.endpoint.federation.clone(),
             allowed_origins: config.endpoint.allowed_origins.clone(),
             body_limit: config.endpoint.body_limit,
+            answer_timeout: config.endpoint.answer_timeout,
             ..Default::default()
         }),
     };
-    let edge = crate::edge::EdgeConfig { call_timeout: config.call_timeout, traces: Some(traces), token };
+    let edge = crate::edge::EdgeConfig {
+        call_timeout: config.call_timeout,
+        traces: Some(traces),
+        token,
+        ..Default::default()
+    };
     Ok(crate::http::app(state, edge, cancel))
 }
 
+/// The warning for a listener reachable from other machines without a token, if `addr` is one.
+pub fn exposure_warning(addr: std::net::SocketAddr, has_token: bool) -> Option<String> {
+    (!has_token && !addr.ip().is_loopback()).then(|| {
+        format!(
+            "warning: listening on {addr}, which other machines can reach, without a bearer token: anyone \
+             who can connect may call every tool of every configured server through /mcp, upload and read \
+             blobs and list the servers. Set a token (--token-env VAR, [endpoint].token_env or \
+             SWITCHBOARD_TOKEN) or listen on 127.0.0.1."
+        )
+    })
+}
+
 /// Binds `addr` and serves `app` until `cancel` fires; announces `listening on http://ADDR/mcp`
-/// once bound (on stdout, or on stderr when stdout carries the stdio protocol).
+/// once bound (on stdout, or on stderr when stdout carries the stdio protocol). Returns the
+/// listener's task, which ends once it has drained the requests in flight.
 async fn listen(
     app: axum::Router,
     addr: std::net::SocketAddr,
+    limits: crate::http::ListenerConfig,
     announce_on_stderr: bool,
+    has_token: bool,
     cancel: CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the listener on {addr}"))?;
     let bound = listener.local_addr()?;
+    if let Some(w) = exposure_warning(bound, has_token) {
+        eprintln!("{w}");
+        tracing::warn!(%bound, "listening on a non-loopback address without a bearer token");
+    }
+    let line = format!("listening on http://{bound}/mcp");
     if announce_on_stderr {
-        eprintln!("listening on http://{bound}/mcp");
+        eprintln!("{line}");
     } else {
-        println!("listening on http://{bound}/mcp");
+        // Nobody reading stdout is no reason to stop serving.
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     }
     tracing::info!(%bound, "MCP endpoint listening");
-    tokio::spawn(async move {
-        if let Err(e) = crate::http::serve(listener, app, cancel).await {
+    Ok(tokio::spawn(async move {
+        if let Err(e) = crate::http::serve_with(listener, app, limits, cancel).await {
             tracing::error!(error = %e, "HTTP listener failed");
         }
-    });
-    Ok(())
+    }))
 }
 
 /// Runs until `cancel` fires (or, with `--stdio`, until stdin closes), then shuts down within a
@@ -137,10 +168,13 @@ pub async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationT
         traces_stop.clone(),
     );
     let mut stdio = None;
+    let mut http = None;
     if options.listen.is_some() || options.stdio {
+        let has_token = options.token.is_some();
         let (app, adapter) = build(&config, &registry, options.token.clone(), traces, cancel.child_token())?;
         if let Some(addr) = options.listen {
-            listen(app, addr, options.stdio, cancel.child_token()).await?;
+            let limits = config.endpoint.listener;
+            http = Some(listen(app, addr, limits, options.stdio, has_token, cancel.child_token()).await?);
         }
         if options.stdio {
             tracing::info!("serving an MCP client on stdin/stdout");
@@ -162,6 +196,10 @@ pub async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationT
     tracing::info!("shutting down");
     if let Some(task) = stdio {
         // Lets the stdio connection end its session before the registry goes.
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+    if let Some(task) = http {
+        // Requests in flight finish (or reach their deadline) before the registry goes.
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     registry.shutdown(Duration::from_secs(5)).await;

@@ -1,11 +1,14 @@
-//! The optional bearer token in front of `/mcp`.
+//! The optional bearer token in front of the listener.
 //!
-//! When a token is configured every `/mcp` request — POST, GET (WebSocket upgrades included)
-//! and DELETE — must carry `Authorization: Bearer <token>`; anything else is answered with
-//! 401, `WWW-Authenticate: Bearer` and a JSON-RPC error saying what was wrong. Blobs and
-//! health stay open (they are loopback-only today). Messages arriving over stdio or inside an
-//! accepted WebSocket reach the endpoint in-process and never pass this layer: the process
-//! owner (stdio) or the upgrade request (WebSocket) was already trusted.
+//! When a token is configured every request to a route that carries data or commands — `/mcp`
+//! (POST, GET with WebSocket upgrades, DELETE), `/blobs` (upload and download), the server
+//! list, and whatever joins them — must carry `Authorization: Bearer <token>`; anything else is
+//! answered with 401, `WWW-Authenticate: Bearer` and an error saying what was wrong (a
+//! JSON-RPC error on `/mcp`, `{"error": …}` elsewhere). Only the routes in [`OPEN_PATHS`]
+//! (health) answer without it: a new route is guarded unless it is added there. Messages
+//! arriving over stdio or inside an accepted WebSocket reach the endpoint in-process and never
+//! pass this layer: the process owner (stdio) or the upgrade request (WebSocket) was already
+//! trusted.
 //!
 //! The comparison hashes both sides with SHA-256 and compares the digests in constant time,
 //! so neither the token's bytes nor its length leak through timing.
@@ -18,6 +21,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use switchboard_wire::{ErrorObject, Message, error_code};
+
+/// Paths that answer without the token: they carry no data and accept no commands.
+pub const OPEN_PATHS: [&str; 1] = ["/healthz"];
 
 /// Environment variable read for the token when no other source names one.
 pub const TOKEN_ENV: &str = "SWITCHBOARD_TOKEN";
@@ -60,19 +66,24 @@ impl BearerToken {
     }
 }
 
-fn unauthorized(challenge: &'static str, message: &str) -> Response {
-    let body = Message::error_response(None, ErrorObject::new(error_code::UNAUTHORIZED, message));
-    let mut resp = (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "application/json")], body.to_bytes())
-        .into_response();
+fn unauthorized(challenge: &'static str, message: &str, json_rpc: bool) -> Response {
+    let body = if json_rpc {
+        Message::error_response(None, ErrorObject::new(error_code::UNAUTHORIZED, message)).to_bytes()
+    } else {
+        serde_json::to_vec(&serde_json::json!({"error": message})).unwrap_or_default()
+    };
+    let mut resp =
+        (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     resp
 }
 
-/// The middleware: checks `/mcp` requests, passes everything else.
+/// The middleware: checks every request except those to [`OPEN_PATHS`].
 pub async fn require(State(expected): State<BearerToken>, req: Request, next: Next) -> Response {
-    if req.uri().path() != "/mcp" {
+    if OPEN_PATHS.contains(&req.uri().path()) {
         return next.run(req).await;
     }
+    let json_rpc = req.uri().path() == "/mcp";
     let refusal = match req.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or_default()) {
         None => Some((
             r#"Bearer realm="switchboard""#,
@@ -91,7 +102,7 @@ pub async fn require(State(expected): State<BearerToken>, req: Request, next: Ne
         },
     };
     match refusal {
-        Some((challenge, message)) => unauthorized(challenge, message),
+        Some((challenge, message)) => unauthorized(challenge, message, json_rpc),
         None => next.run(req).await,
     }
 }

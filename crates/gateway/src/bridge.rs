@@ -41,6 +41,17 @@ pub const STATE_PREFIX: &str = "sbrs1.";
 /// Most calls parked at once on one instance (each holds an upstream request open).
 pub const MAX_PARKED: usize = 10_000;
 
+/// Most 2025-11-25 sessions whose `logging/setLevel` one instance remembers at once.
+pub const MAX_SESSION_LEVELS: usize = 100_000;
+
+/// [`Bridge::set_level`] found [`MAX_SESSION_LEVELS`] live sessions with a level already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "too many sessions have set a log level on this router instance ({0}); the level was not \
+     changed (try again later)"
+)]
+pub struct LevelsFull(pub usize);
+
 /// How long a parked call waits for the client's retry.
 pub const PARK_TTL: Duration = Duration::from_secs(300);
 
@@ -172,12 +183,26 @@ pub struct Bridge {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
     next: AtomicU64,
     parked: Mutex<HashMap<u64, Parked>>,
     answers: Mutex<HashMap<(String, String), oneshot::Sender<Message>>>,
-    levels: Mutex<HashMap<String, String>>,
+    /// Level and expiry (epoch ms) by session tag.
+    levels: Mutex<HashMap<String, (String, u64)>>,
+    /// Most entries in `levels` (normally [`MAX_SESSION_LEVELS`]).
+    max_levels: usize,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            next: AtomicU64::default(),
+            parked: Mutex::default(),
+            answers: Mutex::default(),
+            levels: Mutex::default(),
+            max_levels: MAX_SESSION_LEVELS,
+        }
+    }
 }
 
 impl std::fmt::Debug for Bridge {
@@ -283,23 +308,37 @@ impl Bridge {
         tx.is_some_and(|tx| tx.send(msg).is_ok())
     }
 
-    /// Records the level a legacy session set with `logging/setLevel`.
-    pub fn set_level(&self, sid: &str, level: &str) {
+    /// A bridge remembering at most `max_levels` session log levels (tests).
+    pub fn with_max_levels(max_levels: usize) -> Self {
+        Bridge { inner: Arc::new(Inner { max_levels, ..Inner::default() }) }
+    }
+
+    /// Records the level a legacy session set with `logging/setLevel`, kept at most
+    /// `max_age` (the longest life of a session). Refused when [`MAX_SESSION_LEVELS`]
+    /// sessions that may still be alive have one already.
+    pub fn set_level(&self, sid: &str, level: &str, max_age: Duration) -> Result<(), LevelsFull> {
+        let now = now_ms();
+        let until = now.saturating_add(u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX));
+        let key = crate::session::tag_of(sid);
         let mut levels = lock(&self.inner.levels);
-        if levels.len() > 100_000 {
-            levels.clear();
+        if levels.len() >= self.inner.max_levels && !levels.contains_key(key) {
+            levels.retain(|_, (_, until)| *until > now);
+            if levels.len() >= self.inner.max_levels {
+                return Err(LevelsFull(self.inner.max_levels));
+            }
         }
-        levels.insert(sid.to_owned(), level.to_owned());
+        levels.insert(key.to_owned(), (level.to_owned(), until));
+        Ok(())
     }
 
     /// The level a legacy session set, if any (on this instance).
     pub fn level(&self, sid: &str) -> Option<String> {
-        lock(&self.inner.levels).get(sid).cloned()
+        lock(&self.inner.levels).get(crate::session::tag_of(sid)).map(|(l, _)| l.clone())
     }
 
     /// Forgets a session's state (it ended).
     pub fn end_session(&self, sid: &str) {
-        lock(&self.inner.levels).remove(sid);
+        lock(&self.inner.levels).remove(crate::session::tag_of(sid));
         lock(&self.inner.answers).retain(|(s, _), _| s != sid);
     }
 }
@@ -318,6 +357,26 @@ mod tests {
         assert_eq!(binding("tools/call", &m(&a)), binding("tools/call", &m(&b)));
         assert_ne!(binding("tools/call", &m(&a)), binding("tools/call", &m(&c)));
         assert_ne!(binding("tools/call", &m(&a)), binding("prompts/get", &m(&a)));
+    }
+
+    #[test]
+    fn session_levels_are_bounded() {
+        let b = Bridge::with_max_levels(2);
+        let day = Duration::from_secs(86_400);
+        b.set_level("s1.t1", "info", day).unwrap();
+        b.set_level("s2.t2", "debug", day).unwrap();
+        assert_eq!(b.set_level("s3.t3", "error", day), Err(LevelsFull(2)));
+        assert_eq!(b.level("s3.t3"), None);
+        assert_eq!(b.level("s1.t1").as_deref(), Some("info"), "a full map forgets nobody's level");
+        b.set_level("s1.t1", "error", day).unwrap();
+        assert_eq!(b.level("s1.t1").as_deref(), Some("error"), "a known session may change its level");
+        b.end_session("s2.t2");
+        b.set_level("s3.t3", "error", day).unwrap();
+        // Entries past their session's maximum age make room.
+        let b = Bridge::with_max_levels(1);
+        b.set_level("old.t", "info", Duration::ZERO).unwrap();
+        b.set_level("new.u", "info", day).unwrap();
+        assert_eq!(b.level("new.u").as_deref(), Some("info"));
     }
 
     #[test]

@@ -40,6 +40,15 @@ use tower::ServiceExt;
 use crate::edge::DownstreamOrigin;
 use crate::endpoint::EndpointConfig;
 
+/// Largest JSON answer relayed as one frame (the edge's default limit); a larger one is
+/// replaced by an error frame.
+pub const MAX_ANSWER_BYTES: usize = crate::edge::MAX_ANSWER_BYTES;
+
+/// Requests one WebSocket or stdio connection may have in flight at once (each is a task);
+/// more are answered with an error. Responses and notifications always pass, so a client can
+/// still answer the questions its calls are waiting on.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
 /// Why an incoming frame could not be read as a message; answered with an error frame, the
 /// connection keeps serving.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,6 +207,13 @@ impl Adapter {
         {
             task.abort();
         }
+        if msg.is_request() && tasks.len() >= MAX_IN_FLIGHT {
+            let text = format!(
+                "too many requests in flight on this connection ({MAX_IN_FLIGHT}); wait for answers before sending more"
+            );
+            let _ = out.send(error_frame(msg.id(), error_code::INTERNAL_ERROR, text)).await;
+            return;
+        }
         let req = self.request(origin, conn, &msg, text);
         let key = msg.is_request().then(|| msg.id().map(|i| i.to_value().to_string())).flatten();
         let initialize = msg.method() == Some(method::INITIALIZE);
@@ -314,7 +330,14 @@ async fn relay(resp: Response<Body>, id: Option<Id>, out: &mpsc::Sender<String>,
         }
         return;
     }
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let bytes = match axum::body::to_bytes(body, MAX_ANSWER_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            let text = format!("the answer is larger than the router's limit of {MAX_ANSWER_BYTES} bytes");
+            let _ = out.send(error_frame(id, error_code::INTERNAL_ERROR, text)).await;
+            return;
+        }
+    };
     if bytes.is_empty() {
         if !status.is_success()
             && let Some(id) = id

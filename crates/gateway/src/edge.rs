@@ -41,6 +41,10 @@ use crate::traces::TraceSink;
 /// Default deadline of a forwarded request.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Default largest JSON answer the edge reads (to trace it) before passing it on; a larger one
+/// is replaced by an error naming the limit.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
 /// Methods the endpoint forwards to an upstream; they get the deadline.
 const FORWARDED: [&str; 4] =
     [method::TOOLS_CALL, method::PROMPTS_GET, method::RESOURCES_READ, method::COMPLETION_COMPLETE];
@@ -71,14 +75,35 @@ pub struct EdgeConfig {
     pub call_timeout: Duration,
     /// Where trace records go; `None` records nothing.
     pub traces: Option<TraceSink>,
-    /// The bearer token `/mcp` requires; `None` leaves it open.
+    /// The bearer token every data route requires; `None` leaves them open.
     pub token: Option<crate::auth::BearerToken>,
+    /// Largest JSON answer passed on (see [`MAX_ANSWER_BYTES`]).
+    pub answer_limit: usize,
 }
 
 impl Default for EdgeConfig {
     fn default() -> Self {
-        EdgeConfig { call_timeout: DEFAULT_CALL_TIMEOUT, traces: None, token: None }
+        EdgeConfig {
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            traces: None,
+            token: None,
+            answer_limit: MAX_ANSWER_BYTES,
+        }
     }
+}
+
+/// The error replacing an answer larger than `limit` bytes.
+fn too_large_error(id: Option<Id>, method: &str, limit: usize) -> Message {
+    let mib = limit as f64 / (1024.0 * 1024.0);
+    Message::error_response(
+        id,
+        ErrorObject::new(
+            error_code::INTERNAL_ERROR,
+            format!(
+                "the answer to {method} is larger than the router's limit of {limit} bytes ({mib:.1} MiB)"
+            ),
+        ),
+    )
 }
 
 /// State of the edge middleware.
@@ -370,6 +395,7 @@ pub async fn observe(State(edge): State<Arc<Edge>>, req: Request, next: Next) ->
             }),
             deadline,
             limit,
+            answer_timeout: edge.endpoint.answer_timeout,
             id,
             upstream,
             method,
@@ -379,10 +405,21 @@ pub async fn observe(State(edge): State<Arc<Edge>>, req: Request, next: Next) ->
         };
         return Response::from_parts(parts, Body::from_stream(tail.into_stream()));
     }
-    let Some(mut p) = pending else { return resp };
     let (parts, body) = resp.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    p.end_with(Answer::read(&bytes), status);
+    let bytes = match axum::body::to_bytes(body, edge.config.answer_limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            let err = too_large_error(id, &method, edge.config.answer_limit);
+            if let Some(mut p) = pending {
+                p.end_error(outcome::ERROR, err.error());
+            }
+            return (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], err.to_bytes())
+                .into_response();
+        }
+    };
+    if let Some(mut p) = pending {
+        p.end_with(Answer::read(&bytes), status);
+    }
     Response::from_parts(parts, Body::from(bytes))
 }
 
@@ -394,6 +431,8 @@ struct Tail {
     pending: Option<Pending>,
     deadline: Option<tokio::time::Instant>,
     limit: Duration,
+    /// How long the client may take to answer a question (the endpoint's configured window).
+    answer_timeout: Duration,
     id: Option<Id>,
     upstream: Option<String>,
     method: String,
@@ -414,8 +453,7 @@ impl Tail {
         for event in events {
             let Some(a) = Answer::read(event.data.as_bytes()) else { continue };
             if a.is_question() && self.deadline.is_some() {
-                self.deadline =
-                    Some(tokio::time::Instant::now() + crate::endpoint::DEFAULT_ANSWER_TIMEOUT + self.limit);
+                self.deadline = Some(tokio::time::Instant::now() + self.answer_timeout + self.limit);
             }
             if a.is_response()
                 && let Some(mut p) = self.pending.take()
@@ -461,5 +499,54 @@ impl Tail {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::routing::post;
+    use serde_json::json;
+    use tower::ServiceExt;
+
+    /// After the upstream asks the client a question, the deadline moves out by the endpoint's
+    /// configured answer window (not a built-in constant), plus the upstream's own limit.
+    #[tokio::test(start_paused = true)]
+    async fn a_question_extends_the_deadline_by_the_configured_answer_window() {
+        let endpoint = EndpointConfig { answer_timeout: Duration::from_secs(7), ..Default::default() };
+        let config = EdgeConfig { call_timeout: Duration::from_secs(2), ..Default::default() };
+        let edge = Arc::new(Edge { config, registry: None, endpoint: Arc::new(endpoint) });
+        let ask = json!({"jsonrpc": "2.0", "id": "sb-1", "method": "elicitation/create", "params": {}});
+        let question = format!("event: message\ndata: {ask}\n\n");
+        let app = Router::new()
+            .route(
+                "/mcp",
+                post(move || {
+                    let question = question.clone();
+                    async move {
+                        // The question, then an upstream that never answers.
+                        let events = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::from(question))])
+                            .chain(futures::stream::pending());
+                        ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(events))
+                    }
+                }),
+            )
+            .layer(axum::middleware::from_fn_with_state(edge, observe));
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}});
+        let req = axum::http::Request::post("/mcp")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(call.to_string()))
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let resp = app.oneshot(req).await.unwrap();
+        let text = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        let waited = started.elapsed();
+        let text = String::from_utf8_lossy(&text);
+        assert!(text.contains("elicitation/create") && text.contains("-32053"), "{text}");
+        assert!(
+            waited >= Duration::from_secs(9) && waited < Duration::from_secs(10),
+            "the deadline is the answer window (7 s) plus the call limit (2 s), not {waited:?}"
+        );
     }
 }

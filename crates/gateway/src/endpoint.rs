@@ -184,7 +184,10 @@ pub async fn delete(config: Arc<EndpointConfig>, request_headers: HeaderMap) -> 
         Err(why) => return session_not_found(None, why),
     };
     let max = u64::try_from(config.session_max_age.as_millis()).unwrap_or(u64::MAX);
-    config.revocations.end(&sid, session.created_at_ms.saturating_add(max));
+    if let Err(full) = config.revocations.end(&sid, session.created_at_ms.saturating_add(max)) {
+        let err = ErrorObject::new(error_code::INTERNAL_ERROR, full.to_string());
+        return error_response(StatusCode::SERVICE_UNAVAILABLE, None, err);
+    }
     config.bridge.end_session(&sid);
     config.subscriptions.end_session(&sid);
     StatusCode::NO_CONTENT.into_response()
@@ -382,11 +385,18 @@ fn initialize(registry: Option<&Registry>, config: &EndpointConfig, msg: &Messag
     let params = msg.params().cloned().unwrap_or_default();
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = negotiate_legacy_version(requested);
-    let session = Session::new(
+    let session = match Session::new(
         version,
         params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
         params.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
-    );
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot create a session id");
+            let err = ErrorObject::new(error_code::INTERNAL_ERROR, "cannot create a session id");
+            return error_response(StatusCode::INTERNAL_SERVER_ERROR, msg.id(), err);
+        }
+    };
     let sid = session.seal(&config.session_key);
     let caps =
         registry.map(|r| capabilities(r, &config.views.get(r, &config.federation), true)).unwrap_or_default();
@@ -898,8 +908,10 @@ impl Handler {
         };
         match self.param_str("level") {
             Some(level) if LOG_LEVELS.contains(&level.as_str()) => {
-                self.config.bridge.set_level(sid, &level);
-                self.result(json!({}))
+                match self.config.bridge.set_level(sid, &level, self.config.session_max_age) {
+                    Ok(()) => self.result(json!({})),
+                    Err(full) => self.error(StatusCode::OK, error_code::INTERNAL_ERROR, full.to_string()),
+                }
             }
             other => self.error(
                 StatusCode::OK,

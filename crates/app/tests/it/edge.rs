@@ -194,7 +194,7 @@ pub async fn expect_upstream_cancel(
 }
 
 #[tokio::test]
-async fn bearer_token_guards_the_mcp_endpoint_only() {
+async fn bearer_token_guards_the_mcp_endpoint() {
     let env = start(|e, _| e.token = switchboard_app::auth::BearerToken::new("s3cret")).await;
     let discover = request(1, "server/discover", json!({}));
 

@@ -8,6 +8,7 @@ mod diagnose;
 mod downstream;
 mod edge;
 mod endpoint;
+mod security;
 mod serve_flags;
 
 pub use switchboard_fixtures::peers::{everything_js, node, node_dir, repo_root};
