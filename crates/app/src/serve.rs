@@ -87,6 +87,7 @@ fn build(
             federation: config.endpoint.federation.clone(),
             allowed_origins: config.endpoint.allowed_origins.clone(),
             body_limit: config.endpoint.body_limit,
+            pending_wait: config.registry.handshake_timeout,
             ..Default::default()
         }),
     };

@@ -1,0 +1,174 @@
+//! Bridging a 2026-07-28 client to a 2025-11-25 server that asks its questions one after the
+//! other (the conformance fixture's multi-round tool, legacy only): every round's input keys
+//! are new, and each answer reaches only the question it answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_app::blobs::BlobStore;
+use switchboard_app::endpoint::EndpointConfig;
+use switchboard_app::http::{HttpState, router, serve};
+use switchboard_fixtures::Fixture;
+use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
+use switchboard_router::config::{ServerToml, spec_from_toml};
+use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+use crate::endpoint::{Mcp, request};
+
+/// The fixture's key hint, and what the relay turns it into (same length, so HTTP framing
+/// stays valid): a server that names no keys.
+const HINT: &[u8] = b"dev.switchboard/inputKey";
+const NO_HINT: &[u8] = b"dev.switchboard/inputKeX";
+
+fn replace_all(buf: &mut [u8], from: &[u8], to: &[u8]) {
+    let mut i = 0;
+    while i + from.len() <= buf.len() {
+        if &buf[i..i + from.len()] == from {
+            buf[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// A loopback TCP relay in front of `target` that hides the server's input key hints.
+async fn hint_stripping_relay(target: &str, stop: CancellationToken) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let authority = target.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let path = target.trim_start_matches("http://").split_once('/').map(|(_, p)| p.to_owned()).unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut inbound, _) = tokio::select! {
+                () = stop.cancelled() => return,
+                c = listener.accept() => c.unwrap(),
+            };
+            let mut outbound = tokio::net::TcpStream::connect(&authority).await.unwrap();
+            tokio::spawn(async move {
+                let (mut ri, mut wi) = inbound.split();
+                let (mut ro, mut wo) = outbound.split();
+                let up = async {
+                    let _ = tokio::io::copy(&mut ri, &mut wo).await;
+                };
+                let down = async {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = ro.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        replace_all(&mut buf[..n], HINT, NO_HINT);
+                        if wi.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                tokio::join!(up, down);
+            });
+        }
+    });
+    format!("http://{addr}/{path}")
+}
+
+struct Bridged {
+    mcp: Mcp,
+    endpoint: Arc<EndpointConfig>,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Bridged {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The router in front of the legacy-only conformance fixture, with or without its hints.
+async fn bridged(hints: bool) -> Bridged {
+    let stop = CancellationToken::new();
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = Era::Legacy;
+    cfg.profile = Profile::Conformance;
+    let f = Fixture::bind(cfg).await.unwrap();
+    let mut url = f.url().unwrap();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { f.serve(stop).await }
+    });
+    if !hints {
+        url = hint_stripping_relay(&url, stop.clone()).await;
+    }
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(100),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+    registry.add(spec).await.unwrap();
+    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let endpoint = Arc::new(EndpointConfig::default());
+    let app = router(HttpState { blobs, registry: Some(registry), endpoint: endpoint.clone() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp =
+        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
+    tokio::spawn(serve(listener, app, stop.child_token()));
+    Bridged { mcp, endpoint, stop, _dir: dir }
+}
+
+/// Runs the conformance suite's `input-required-result-multi-round` steps: each round answers
+/// the one question asked with the round's own answer.
+async fn multi_round(env: &Bridged) -> (Vec<String>, Value) {
+    let tool = "test_input_required_result_multi_round";
+    let call = |id: u64, extra: Value| {
+        let mut body = request(id, "tools/call", json!({"name": tool, "arguments": {}}));
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+        if let Value::Object(extra) = extra {
+            for (k, v) in extra {
+                body["params"][k] = v;
+            }
+        }
+        body
+    };
+    let mut keys = Vec::new();
+    let (_, r1) = env.mcp.call(&call(1, json!({}))).await;
+    assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
+    let k1 = r1["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    keys.push(k1.clone());
+    let answer1 = json!({k1: {"action": "accept", "content": {"name": "Alice"}}});
+    let state1 = r1["result"]["requestState"].clone();
+    let (_, r2) = env.mcp.call(&call(2, json!({"inputResponses": answer1, "requestState": state1}))).await;
+    assert_eq!(r2["result"]["resultType"], "input_required", "a second round: {r2}");
+    let (k2, q2) = r2["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert!(q2["params"]["message"].as_str().unwrap().contains("color"), "{r2}");
+    assert_ne!(r2["result"]["requestState"], state1, "{r2}");
+    keys.push(k2.clone());
+    let answer2 = json!({k2.clone(): {"action": "accept", "content": {"color": "blue"}}});
+    let state2 = r2["result"]["requestState"].clone();
+    let (_, r3) = env.mcp.call(&call(3, json!({"inputResponses": answer2, "requestState": state2}))).await;
+    (keys, r3)
+}
+
+#[tokio::test]
+async fn multi_round_input_keys_are_unique_and_answers_reach_their_own_question() {
+    for hints in [false, true] {
+        let env = bridged(hints).await;
+        let (keys, done) = multi_round(&env).await;
+        assert_ne!(keys[0], keys[1], "hints {hints}: keys repeat across rounds: {keys:?}");
+        if hints {
+            assert_eq!(keys, ["step1", "step2"], "the server's own names");
+        }
+        assert_eq!(done["result"]["resultType"], "complete", "hints {hints}: {done}");
+        let text = done["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("Alice's favorite color is blue"), "hints {hints}: {text}");
+        assert_eq!(env.endpoint.bridge.parked_count(), 0);
+    }
+}
