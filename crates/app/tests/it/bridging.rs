@@ -172,3 +172,51 @@ async fn multi_round_input_keys_are_unique_and_answers_reach_their_own_question(
         assert_eq!(env.endpoint.bridge.parked_count(), 0);
     }
 }
+
+/// server-everything over stdio (a 2025-11-25 server on one shared pipe) asks the client
+/// during a call; the official Python client, declaring elicitation and sampling, answers
+/// through the router in both revisions (relayed to a legacy session, or bridged into an
+/// `InputRequiredResult` for a 2026-07-28 client).
+#[tokio::test]
+async fn a_stdio_servers_questions_during_a_call_reach_the_python_client() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    let upstream = format!("everything={} {} stdio", crate::node(), crate::everything_js());
+    let mut child = tokio::process::Command::new(crate::switchboard())
+        .args(["--config", config.to_str().unwrap(), "--db", dir.path().join("sb.db").to_str().unwrap()])
+        .args(["serve", "--listen", "127.0.0.1:0", "--upstream-cmd", &upstream])
+        .current_dir(dir.path())
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = crate::listening_url(child.stdout.take().unwrap()).await;
+    let python = crate::repo_root().join(".cache/python/bin/python");
+    let script = crate::repo_root().join("tests/clients/python_server_requests.py");
+    for mode in ["legacy", "auto"] {
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&python)
+                .arg(&script)
+                .args([url.as_str(), mode])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the client finishes in time")
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {:?}: {stderr}", out.status);
+        let v: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{mode}: {e}: {stderr}"));
+        let sampled = v["trigger-sampling-request"].as_str().unwrap();
+        assert!(sampled.contains("sampled-by-python"), "{mode}: {v}");
+        let elicited = v["trigger-elicitation-request"].as_str().unwrap();
+        assert!(elicited.contains("Ada Python"), "{mode}: {v}");
+    }
+}
