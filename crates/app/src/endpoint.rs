@@ -1341,6 +1341,7 @@ impl Handler {
             minted: Vec::new(),
             used_inputs: Vec::new(),
             asked: Vec::new(),
+            session_expired: false,
             incoming: None,
             logs_on_incoming: false,
             forward_headers: self.forward_headers,
@@ -1358,7 +1359,19 @@ impl Handler {
                 return *resp;
             }
         } else if let Err(e) = call.start(None).await {
-            return error_response(StatusCode::OK, Some(id), e);
+            if !call.session_expired {
+                return error_response(StatusCode::OK, Some(id), e);
+            }
+            // The server ended the upstream session kept for this caller's capabilities (an
+            // idle session expired): open a new one and try once more.
+            self.registry.forget_session(server, call.client.caps()).await;
+            let Some(fresh) = self.registry.client_for(server, call.client.caps()).await else {
+                return error_response(StatusCode::OK, Some(id), e);
+            };
+            call.upstream = fresh;
+            if let Err(e) = call.start(None).await {
+                return error_response(StatusCode::OK, Some(id), e);
+            }
         }
         let Some(first) = call.next().await else { return StatusCode::ACCEPTED.into_response() };
         if first.is_response() {
@@ -1486,6 +1499,8 @@ struct Call {
     /// Input keys asked of a 2026 client in earlier rounds of this bridged call (restored
     /// from the parked call): never reused, never answered up front.
     asked: Vec<String>,
+    /// The last start failed because the server no longer knew the upstream session.
+    session_expired: bool,
     /// A legacy upstream's messages outside any request (its log messages during the call).
     incoming: Option<tokio::sync::broadcast::Receiver<Message>>,
     /// Whether this call's upstream sent it log messages on the GET stream.
@@ -1574,7 +1589,10 @@ impl Call {
                 self.exchange = Some(ex);
                 Ok(())
             }
-            Err(e) => Err(self.failed(e)),
+            Err(e) => {
+                self.session_expired = matches!(e, switchboard_transport::Error::SessionExpired { .. });
+                Err(self.failed(e))
+            }
         }
     }
 

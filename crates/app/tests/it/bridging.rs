@@ -220,3 +220,65 @@ async fn a_stdio_servers_questions_during_a_call_reach_the_python_client() {
         assert!(elicited.contains("Ada Python"), "{mode}: {v}");
     }
 }
+
+/// A 2025-11-25 server that no longer knows the session the router keeps for a caller's
+/// capabilities (an idle session expired; here the server restarted on its address): the
+/// next call opens a new session instead of failing with "session … is no longer known".
+#[tokio::test]
+async fn a_forgotten_upstream_session_is_reopened() {
+    let stop = CancellationToken::new();
+    let first = CancellationToken::new();
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = Era::Legacy;
+    let f = Fixture::bind(cfg.clone()).await.unwrap();
+    let url = f.url().unwrap();
+    let addr: std::net::SocketAddr =
+        url.trim_start_matches("http://").split('/').next().unwrap().parse().unwrap();
+    tokio::spawn({
+        let first = first.clone();
+        async move { f.serve(first).await }
+    });
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(100),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+    registry.add(spec).await.unwrap();
+    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let app =
+        router(HttpState { blobs, registry: Some(registry), endpoint: Arc::new(EndpointConfig::default()) });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp =
+        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
+    tokio::spawn(serve(listener, app, stop.child_token()));
+    let echo =
+        |id: u64, text: &str| request(id, "tools/call", json!({"name": "echo", "arguments": {"text": text}}));
+    let (_, r) = mcp.call(&echo(1, "one")).await;
+    assert_eq!(r["result"]["structuredContent"]["text"], "one", "{r}");
+
+    first.cancel();
+    cfg.listen = addr;
+    let mut again = None;
+    for _ in 0..200 {
+        match Fixture::bind(cfg.clone()).await {
+            Ok(f) => {
+                again = Some(f);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let again = again.expect("the address is free again");
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { again.serve(stop).await }
+    });
+    let (_, r) = mcp.call(&echo(2, "two")).await;
+    assert_eq!(r["result"]["structuredContent"]["text"], "two", "{r}");
+    stop.cancel();
+}
