@@ -91,6 +91,7 @@ fn build(
             allowed_origins: config.endpoint.allowed_origins.clone(),
             body_limit: config.endpoint.body_limit,
             answer_timeout: config.endpoint.answer_timeout,
+            pending_wait: config.registry.handshake_timeout,
             ..Default::default()
         }),
     };

@@ -76,6 +76,9 @@ pub struct Parked {
     pub binding: String,
     /// Log level of the original request, applied to the resumed stream.
     pub log_level: Option<String>,
+    /// Every input key this call has asked for so far, in all rounds: a later question
+    /// never reuses one, so an answer only ever reaches the question it answers.
+    pub asked: Vec<String>,
     expires: Instant,
 }
 
@@ -88,7 +91,8 @@ impl Parked {
         binding: String,
         log_level: Option<String>,
     ) -> Self {
-        Parked { exchange, server, inputs, binding, log_level, expires: Instant::now() + PARK_TTL }
+        let asked = inputs.iter().map(|(key, _, _)| key.clone()).collect();
+        Parked { exchange, server, inputs, binding, log_level, asked, expires: Instant::now() + PARK_TTL }
     }
 }
 

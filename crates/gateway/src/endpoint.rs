@@ -41,7 +41,7 @@ use switchboard_wire::{
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{Bridge, LOG_LEVELS, Parked, STATE_PREFIX, level_rank};
-use crate::notify::{Kind, Notifier, Subscriptions};
+use crate::notify::{Kind, MAX_RESOURCE_SUBSCRIPTIONS, Notifier, Subscriptions, WatchStart};
 use crate::session::{InFlight, InFlightGuard, Refused, Revocations, Session, SessionKey};
 
 /// How long a 2025-11-25 client has, by default, to answer a server → client request.
@@ -81,6 +81,43 @@ pub struct EndpointConfig {
     pub answer_timeout: Duration,
     /// The federation of the ready servers, rebuilt when the registry changes.
     pub views: ViewCache,
+    /// How long the first requests wait for configured servers still handshaking (the
+    /// registry's handshake timeout), so a client listing at once sees their tools.
+    pub pending_wait: Duration,
+    /// That first wait, shared by the endpoint's requests.
+    pub startup: StartupWait,
+}
+
+/// `ttlMs` of a list answered while a configured server is still pending or degraded: its
+/// tools are missing, so the client should ask again soon (it also gets `list_changed` when
+/// the server becomes ready).
+pub const PENDING_TTL_MS: u64 = 1_000;
+
+/// The endpoint's one wait for the servers configured at start-up: the first requests that
+/// need the catalogs wait until no server is pending (bounded); later ones never wait.
+#[derive(Clone, Default)]
+pub struct StartupWait(Arc<tokio::sync::OnceCell<()>>);
+
+impl std::fmt::Debug for StartupWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StartupWait").field(&self.0.initialized()).finish()
+    }
+}
+
+impl StartupWait {
+    /// Waits (once per endpoint, at most `bound`) until no configured server is pending.
+    pub async fn wait(&self, registry: &Registry, bound: Duration) {
+        self.0
+            .get_or_init(|| async {
+                registry.wait_settled(bound).await;
+            })
+            .await;
+    }
+}
+
+/// Whether a server that should be up is not (yet): pending or degraded, not disabled.
+fn coming(v: &switchboard_router::ServerView) -> bool {
+    matches!(v.state, ServerState::Pending | ServerState::Degraded) && v.reason != "disabled in configuration"
 }
 
 impl Default for EndpointConfig {
@@ -100,6 +137,8 @@ impl Default for EndpointConfig {
             subscriptions: Subscriptions::default(),
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,
             views: ViewCache::default(),
+            pending_wait: switchboard_router::config::DEFAULT_HANDSHAKE_TIMEOUT,
+            startup: StartupWait::default(),
         }
     }
 }
@@ -296,6 +335,10 @@ async fn legacy(
                 None,
                 ErrorObject::new(error_code::INVALID_REQUEST, "initialize must be a request"),
             );
+        }
+        if let Some(registry) = &registry {
+            config.notifier.ensure_started(registry);
+            config.startup.wait(registry, config.pending_wait).await;
         }
         return initialize(registry.as_ref(), &config, &msg);
     }
@@ -655,6 +698,18 @@ pub(crate) fn ready_catalogs(
         .collect()
 }
 
+/// What kind of JSON value `v` is, for error messages.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn encode_cursor(offset: usize) -> String {
     URL_SAFE_NO_PAD.encode(offset.to_string())
 }
@@ -746,6 +801,16 @@ impl Handler {
                 );
             }
         }
+        // A name that is no string cannot be routed (nor mirrored in `Mcp-Name`): say so first.
+        if matches!(method.as_str(), method::TOOLS_CALL | method::PROMPTS_GET)
+            && let Some(name) = self.msg.params().and_then(|p| p.get("name")).filter(|n| !n.is_string())
+        {
+            return self.error(
+                StatusCode::BAD_REQUEST,
+                error_code::INVALID_PARAMS,
+                format!("params.name must be a string, not {}", json_kind(name)),
+            );
+        }
         // Mirrored parameters of the called tool, when it is known.
         let view = self.view();
         let header_params: &[headers::HeaderParam] = if method == method::TOOLS_CALL {
@@ -798,6 +863,12 @@ impl Handler {
 
     /// Answers a request whose headers and `_meta` were checked (or that belongs to a session).
     async fn dispatch(self, method: &str) -> Response {
+        // Changes are followed from the first request on, so a server that becomes ready
+        // later is announced (`list_changed`) to the clients listening by then.
+        self.config.notifier.ensure_started(&self.registry);
+        if method != method::SUBSCRIPTIONS_LISTEN {
+            self.config.startup.wait(&self.registry, self.config.pending_wait).await;
+        }
         match method {
             method::SERVER_DISCOVER => self.discover(),
             method::TOOLS_LIST => self.list_federated(true),
@@ -834,7 +905,8 @@ impl Handler {
             .filter_map(|c| c.ttl)
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
             .min();
-        upstream.map_or(self.config.ttl_ms, |u| u.min(self.config.ttl_ms))
+        let ttl = upstream.map_or(self.config.ttl_ms, |u| u.min(self.config.ttl_ms));
+        if self.registry.servers().iter().any(coming) { ttl.min(PENDING_TTL_MS) } else { ttl }
     }
 
     fn discover(&self) -> Response {
@@ -886,6 +958,39 @@ impl Handler {
     fn list_resources(&self) -> Response {
         let items = self.view().catalogs.values().flat_map(|c| c.resources.iter().cloned()).collect();
         self.page("resources", items)
+    }
+
+    /// The server that would serve the tool or prompt `name` but is not ready, with its
+    /// state and the registry's reason: one whose last known catalog offers it, or (before
+    /// it ever listed) one whose prefix the name carries.
+    fn unavailable_server(&self, tools: bool, name: &str) -> Option<(String, ServerState, String)> {
+        let down: Vec<_> =
+            self.registry.servers().into_iter().filter(|v| v.state != ServerState::Ready).collect();
+        if down.is_empty() {
+            return None;
+        }
+        // Federated as if every server were up, so the name resolves as it would then.
+        let everything: BTreeMap<String, Arc<switchboard_router::catalog::Catalog>> = self
+            .registry
+            .servers()
+            .into_iter()
+            .filter_map(|v| self.registry.entry(&v.name).map(|e| (v.name, e.catalog())))
+            .collect();
+        let fed = federate(&everything, &self.config.federation);
+        let by_catalog = if tools { fed.tool(name) } else { fed.prompt(name) }.map(|e| e.server.clone());
+        let server = by_catalog.or_else(|| {
+            let sep = &self.config.federation.separator;
+            down.iter()
+                .find(|v| {
+                    !sep.is_empty()
+                        && name
+                            .strip_prefix(v.name.as_str())
+                            .is_some_and(|rest| rest.starts_with(sep.as_str()))
+                })
+                .map(|v| v.name.clone())
+        })?;
+        let view = down.into_iter().find(|v| v.name == server)?;
+        Some((view.name, view.state, view.reason))
     }
 
     fn upstream_failed(&self, server: &str, reason: impl std::fmt::Display) -> Response {
@@ -944,12 +1049,19 @@ impl Handler {
             );
         }
         self.config.notifier.ensure_started(&self.registry);
-        if on {
-            if self.config.subscriptions.add(sid, &uri) {
-                watch_resource(&self.registry, &self.config, &server, &uri).await;
-            }
-        } else {
+        if !on {
             self.config.subscriptions.remove(sid, &uri);
+            return self.result(json!({}));
+        }
+        match self.config.subscriptions.add(sid, &uri) {
+            Err(e) => return self.error(StatusCode::OK, error_code::INVALID_PARAMS, e.to_string()),
+            Ok(None) => {}
+            Ok(Some(watch)) => {
+                if let Err(e) = watch_resource(&self.registry, &self.config, &server, watch).await {
+                    self.config.subscriptions.remove(sid, &uri);
+                    return self.upstream_failed(&server, e);
+                }
+            }
         }
         self.result(json!({}))
     }
@@ -984,16 +1096,37 @@ impl Handler {
         let listener = format!("listen:{}", self.config.bridge.next_id());
         let mut uris = Vec::new();
         if let Some(requested) = filter.get("resourceSubscriptions").and_then(Value::as_array) {
+            if requested.len() > MAX_RESOURCE_SUBSCRIPTIONS {
+                return self.error(
+                    StatusCode::OK,
+                    error_code::INVALID_PARAMS,
+                    format!(
+                        "params.notifications.resourceSubscriptions lists {} URIs; at most {MAX_RESOURCE_SUBSCRIPTIONS} are accepted",
+                        requested.len()
+                    ),
+                );
+            }
             for uri in requested.iter().filter_map(Value::as_str) {
-                if let Some(server) = resource_server(&self.view(), uri)
-                    && upstream_caps(&self.registry, &server).pointer("/resources/subscribe")
-                        == Some(&json!(true))
+                let Some(server) = resource_server(&self.view(), uri) else { continue };
+                if upstream_caps(&self.registry, &server).pointer("/resources/subscribe")
+                    != Some(&json!(true))
                 {
-                    self.config.subscriptions.add(&listener, uri);
-                    uris.push(uri.to_owned());
-                    let (registry, config, server, uri) =
-                        (self.registry.clone(), self.config.clone(), server, uri.to_owned());
-                    tokio::spawn(async move { watch_resource(&registry, &config, &server, &uri).await });
+                    continue;
+                }
+                match self.config.subscriptions.add(&listener, uri) {
+                    Err(e) => {
+                        self.config.subscriptions.end_session(&listener);
+                        return self.error(StatusCode::OK, error_code::INVALID_PARAMS, e.to_string());
+                    }
+                    Ok(watch) => {
+                        if let Some(watch) = watch {
+                            let (registry, config) = (self.registry.clone(), self.config.clone());
+                            tokio::spawn(async move {
+                                let _ = watch_resource(&registry, &config, &server, watch).await;
+                            });
+                        }
+                        uris.push(uri.to_owned());
+                    }
                 }
             }
             accepted.insert("resourceSubscriptions".into(), json!(uris));
@@ -1054,15 +1187,46 @@ impl Handler {
     }
 
     async fn call(self, method: &str) -> Response {
-        let name = self.msg.name().unwrap_or_default().to_owned();
+        let tools = method == method::TOOLS_CALL;
+        let kind = if tools { "tool" } else { "prompt" };
+        let name = match self.msg.params().and_then(|p| p.get("name")) {
+            Some(Value::String(n)) => n.clone(),
+            None => {
+                return self.error(
+                    StatusCode::OK,
+                    error_code::INVALID_PARAMS,
+                    format!(
+                        "params.name is required: the name of the {kind} to {}",
+                        if tools { "call" } else { "get" }
+                    ),
+                );
+            }
+            Some(other) => {
+                return self.error(
+                    StatusCode::OK,
+                    error_code::INVALID_PARAMS,
+                    format!("params.name must be a string (the {kind}'s name), not {}", json_kind(other)),
+                );
+            }
+        };
         let view = self.view();
         let (catalogs, fed) = (&view.catalogs, &view.federation);
-        let (kind, found) = if method == method::TOOLS_CALL {
-            ("tool", fed.tool(&name))
-        } else {
-            ("prompt", fed.prompt(&name))
-        };
+        let found = if tools { fed.tool(&name) } else { fed.prompt(&name) };
         let Some(exposed) = found else {
+            if let Some((server, state, reason)) = self.unavailable_server(tools, &name) {
+                return error_response(
+                    StatusCode::OK,
+                    self.id.clone(),
+                    ErrorObject::new(
+                        error_code::NO_UPSTREAM,
+                        format!(
+                            "{kind} {name:?} is served by {server:?}, which is unavailable ({}): {reason}",
+                            state.as_str()
+                        ),
+                    )
+                    .with_data(json!({"server": server, "state": state.as_str(), "reason": reason})),
+                );
+            }
             return self.error(
                 StatusCode::OK,
                 error_code::INVALID_PARAMS,
@@ -1188,6 +1352,8 @@ impl Handler {
             rounds: 0,
             minted: Vec::new(),
             used_inputs: Vec::new(),
+            asked: Vec::new(),
+            session_expired: false,
             incoming: None,
             logs_on_incoming: false,
             forward_headers: self.forward_headers,
@@ -1205,7 +1371,19 @@ impl Handler {
                 return *resp;
             }
         } else if let Err(e) = call.start(None).await {
-            return error_response(StatusCode::OK, Some(id), e);
+            if !call.session_expired {
+                return error_response(StatusCode::OK, Some(id), e);
+            }
+            // The server ended the upstream session kept for this caller's capabilities (an
+            // idle session expired): open a new one and try once more.
+            self.registry.forget_session(server, call.client.caps()).await;
+            let Some(fresh) = self.registry.client_for(server, call.client.caps()).await else {
+                return error_response(StatusCode::OK, Some(id), e);
+            };
+            call.upstream = fresh;
+            if let Err(e) = call.start(None).await {
+                return error_response(StatusCode::OK, Some(id), e);
+            }
         }
         let Some(first) = call.next().await else { return StatusCode::ACCEPTED.into_response() };
         if first.is_response() {
@@ -1223,56 +1401,87 @@ impl Handler {
     }
 }
 
-/// Starts following `resources/updated` of `uri` on `server` (once per URI on this
-/// instance): a legacy upstream is sent `resources/subscribe` and its notifications are
-/// watched; a modern one is asked through `subscriptions/listen`. The watch ends when no
-/// session or listen stream subscribes to the URI any more.
-async fn watch_resource(registry: &Registry, config: &Arc<EndpointConfig>, server: &str, uri: &str) {
-    let Some(client) = registry.entry(server).and_then(|e| e.client()) else { return };
-    let notifier = config.notifier.clone();
+/// Starts the one watcher of `watch.uri` on `server` (see [`Subscriptions`]): a legacy
+/// upstream is sent `resources/subscribe` once and its `resources/updated` notifications are
+/// followed; a modern one is asked through a `subscriptions/listen` stream of its own. Each
+/// change is published once. When the last subscriber leaves (`watch.stop`), a legacy
+/// upstream is sent `resources/unsubscribe` and a modern stream is closed. Returns once the
+/// upstream accepted the subscription.
+async fn watch_resource(
+    registry: &Registry,
+    config: &Arc<EndpointConfig>,
+    server: &str,
+    watch: WatchStart,
+) -> Result<(), String> {
     let subscriptions = config.subscriptions.clone();
-    let uri = uri.to_owned();
+    let WatchStart { uri, stop, generation } = watch;
+    let ended = |why: &str| {
+        tracing::debug!(%uri, server, why, "resource watcher ended");
+        subscriptions.watch_ended(&uri, generation);
+    };
+    let Some(client) = registry.entry(server).and_then(|e| e.client()) else {
+        ended("server not connected");
+        return Err("not connected".into());
+    };
+    let notifier = config.notifier.clone();
+    let is_update = |m: &Message, uri: &str| {
+        m.method() == Some(method::NOTIFICATION_RESOURCES_UPDATED)
+            && m.params().and_then(|p| p.get("uri")).and_then(Value::as_str) == Some(uri)
+    };
     if client.era() == Era::Legacy {
         let mut incoming = client.upstream().incoming();
         if let Err(e) = client.request(method::RESOURCES_SUBSCRIBE, json!({"uri": uri})).await {
             tracing::warn!(%uri, error = %e, "upstream refused resources/subscribe");
-            return;
+            ended("subscribe refused");
+            return Err(format!("resources/subscribe refused: {e}"));
         }
         tokio::spawn(async move {
             loop {
-                match incoming.recv().await {
-                    Ok(m) => {
-                        if m.method() == Some(method::NOTIFICATION_RESOURCES_UPDATED)
-                            && m.params().and_then(|p| p.get("uri")).and_then(Value::as_str)
-                                == Some(uri.as_str())
-                        {
-                            if !subscriptions.anyone(&uri) {
-                                let _ =
-                                    client.request(method::RESOURCES_UNSUBSCRIBE, json!({"uri": uri})).await;
-                                return;
-                            }
-                            notifier.publish(Kind::Updated(uri.clone()));
+                tokio::select! {
+                    () = stop.cancelled() => {
+                        if let Err(e) = client.request(method::RESOURCES_UNSUBSCRIBE, json!({"uri": uri})).await {
+                            tracing::debug!(%uri, error = %e, "resources/unsubscribe failed");
                         }
+                        return;
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(_) => return,
+                    m = incoming.recv() => match m {
+                        Ok(m) if is_update(&m, &uri) => notifier.publish(Kind::Updated(uri.clone())),
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                            subscriptions.watch_ended(&uri, generation);
+                            return;
+                        }
+                    },
                 }
             }
         });
     } else {
         let params = json!({"notifications": {"resourceSubscriptions": [uri]}});
-        let Ok(mut exchange) = client.start(method::SUBSCRIPTIONS_LISTEN, params).await else { return };
+        let mut exchange = match client.start(method::SUBSCRIPTIONS_LISTEN, params).await {
+            Ok(ex) => ex,
+            Err(e) => {
+                ended("listen refused");
+                return Err(format!("subscriptions/listen failed: {e}"));
+            }
+        };
         tokio::spawn(async move {
-            while let Some(Ok(m)) = exchange.next().await {
-                if m.method() == Some(method::NOTIFICATION_RESOURCES_UPDATED) {
-                    if !subscriptions.anyone(&uri) {
-                        return;
-                    }
-                    notifier.publish(Kind::Updated(uri.clone()));
+            loop {
+                tokio::select! {
+                    // Dropping the exchange closes the stream upstream.
+                    () = stop.cancelled() => return,
+                    m = exchange.next() => match m {
+                        Some(Ok(m)) if is_update(&m, &uri) => notifier.publish(Kind::Updated(uri.clone())),
+                        Some(Ok(m)) if !m.is_response() => {}
+                        _ => {
+                            subscriptions.watch_ended(&uri, generation);
+                            return;
+                        }
+                    },
                 }
             }
         });
     }
+    Ok(())
 }
 
 /// One forwarded request: its upstream exchange and everything the downstream is sent.
@@ -1299,6 +1508,11 @@ struct Call {
     minted: Vec<Value>,
     /// Keys of the request's own `inputResponses` already handed to a legacy upstream.
     used_inputs: Vec<String>,
+    /// Input keys asked of a 2026 client in earlier rounds of this bridged call (restored
+    /// from the parked call): never reused, never answered up front.
+    asked: Vec<String>,
+    /// The last start failed because the server no longer knew the upstream session.
+    session_expired: bool,
     /// A legacy upstream's messages outside any request (its log messages during the call).
     incoming: Option<tokio::sync::broadcast::Receiver<Message>>,
     /// Whether this call's upstream sent it log messages on the GET stream.
@@ -1320,6 +1534,9 @@ impl Drop for Call {
 
 /// Most MRTR rounds one bridged call may take.
 const MAX_ROUNDS: usize = 16;
+
+/// Most input keys one bridged call may ask a 2026 client for, over all its rounds.
+const MAX_INPUTS_PER_CALL: usize = 1024;
 
 /// How long to wait for further server → client requests after the first, so requests a
 /// legacy upstream sends together reach a 2026 client in one `InputRequiredResult`.
@@ -1384,7 +1601,10 @@ impl Call {
                 self.exchange = Some(ex);
                 Ok(())
             }
-            Err(e) => Err(self.failed(e)),
+            Err(e) => {
+                self.session_expired = matches!(e, switchboard_transport::Error::SessionExpired { .. });
+                Err(self.failed(e))
+            }
         }
     }
 
@@ -1437,7 +1657,11 @@ impl Call {
                 return Err(Box::new(refuse(&self.id, "params.inputResponses must be an object".into())));
             }
         };
-        let Parked { exchange, server, inputs, binding, log_level, .. } = parked;
+        let Parked { exchange, server, inputs, binding, log_level, asked, .. } = parked;
+        // The answers of this retry belong to the parked questions only: a later question of
+        // the upstream gets none of them, and no key asked before is asked again.
+        self.used_inputs = responses.keys().cloned().collect();
+        self.asked = asked.clone();
         let mut missing = Vec::new();
         for (key, upstream_id, request) in inputs {
             match responses.get(&key) {
@@ -1458,11 +1682,11 @@ impl Call {
             // Ask again for what is still missing; the call stays parked.
             let requests: Map<String, Value> =
                 missing.iter().map(|(k, _, r)| (k.clone(), r.clone())).collect();
-            let state = match self
-                .config
-                .bridge
-                .park(&self.config.session_key, Parked::new(exchange, server, missing, binding, log_level))
-            {
+            let state = match self.config.bridge.park(&self.config.session_key, {
+                let mut p = Parked::new(exchange, server, missing, binding, log_level);
+                p.asked = asked;
+                p
+            }) {
                 Ok(s) => s,
                 Err(e) => {
                     let err = ErrorObject::new(error_code::INTERNAL_ERROR, e.to_string());
@@ -1744,7 +1968,7 @@ impl Call {
         let mut inputs = Vec::new();
         let mut requests = Map::new();
         let mut unmet = Map::new();
-        for (n, q) in asked.into_iter().enumerate() {
+        for q in asked {
             let req_method = q.method().unwrap_or_default().to_owned();
             let Some(qid) = q.id() else { continue };
             if req_method == method::PING {
@@ -1759,8 +1983,18 @@ impl Call {
                 continue;
             }
             let mut params = q.params().cloned().unwrap_or_default();
-            let hint = input_key_hint(&mut params).filter(|k| !requests.contains_key(k));
-            let key = hint.unwrap_or_else(|| format!("{}_{}", req_method.replace('/', "_"), n + 1));
+            // Keys are unique within the call across rounds: a hint already used (this round or
+            // an earlier one) or a made-up key gets the next free number.
+            let taken = |k: &str| {
+                requests.contains_key(k)
+                    || self.asked.iter().any(|a| a == k)
+                    || self.used_inputs.iter().any(|a| a == k)
+            };
+            let hint = input_key_hint(&mut params).filter(|k| !taken(k));
+            let key = hint.unwrap_or_else(|| {
+                let stem = req_method.replace('/', "_");
+                (1usize..).map(|n| format!("{stem}_{n}")).find(|k| !taken(k)).unwrap_or(stem)
+            });
             // Answered up front (a client may send inputResponses without a requestState):
             // hand the answer over instead of asking.
             if !self.used_inputs.contains(&key)
@@ -1787,20 +2021,29 @@ impl Call {
             .with_data(json!({"requiredCapabilities": unmet}));
             return self.finish_error(e);
         }
+        let mut asked = std::mem::take(&mut self.asked);
+        for key in self.used_inputs.iter().chain(inputs.iter().map(|(k, _, _)| k)) {
+            if !asked.contains(key) {
+                asked.push(key.clone());
+            }
+        }
+        if asked.len() > MAX_INPUTS_PER_CALL {
+            let e = self.failed(format!("it asked for more than {MAX_INPUTS_PER_CALL} inputs in one call"));
+            return self.finish_error(e);
+        }
         let Some(exchange) = self.exchange.take() else {
             let e = self.failed("the call ended while asking for input");
             return self.finish_error(e);
         };
-        let parked = self.config.bridge.park(
-            &self.config.session_key,
-            Parked::new(
-                exchange,
-                self.server.clone(),
-                inputs,
-                self.binding(),
-                self.client.log_level().map(str::to_owned),
-            ),
+        let mut parked = Parked::new(
+            exchange,
+            self.server.clone(),
+            inputs,
+            self.binding(),
+            self.client.log_level().map(str::to_owned),
         );
+        parked.asked = asked;
+        let parked = self.config.bridge.park(&self.config.session_key, parked);
         let state = match parked {
             Ok(s) => s,
             Err(e) => return self.finish_error(ErrorObject::new(error_code::INTERNAL_ERROR, e.to_string())),

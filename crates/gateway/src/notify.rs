@@ -16,6 +16,7 @@ use serde_json::Value;
 use switchboard_router::{Event, Registry};
 use switchboard_wire::{Message, method};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 /// What a note is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,48 +176,160 @@ impl Notifier {
     }
 }
 
-/// Resource URIs each legacy session subscribed to on this instance.
-#[derive(Debug, Clone, Default)]
+/// Most subscribers (2025-11-25 sessions and `subscriptions/listen` streams) that hold
+/// resource subscriptions on one instance at once.
+pub const MAX_SUBSCRIBERS: usize = 10_000;
+
+/// Most resource URIs one session or listen stream subscribes to (also the longest
+/// `resourceSubscriptions` list a listen request may carry).
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 100;
+
+/// Why a subscription was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// [`MAX_SUBSCRIBERS`] sessions or streams hold subscriptions already.
+    #[error(
+        "too many sessions and listen streams hold resource subscriptions on this router instance (at most {MAX_SUBSCRIBERS}); try again later"
+    )]
+    TooManySubscribers,
+    /// The subscriber holds [`MAX_RESOURCE_SUBSCRIPTIONS`] already.
+    #[error("a session or listen stream may subscribe to at most {MAX_RESOURCE_SUBSCRIPTIONS} resources")]
+    TooManyResources,
+}
+
+/// The watcher of one URI that a subscription asks its caller to start: it follows the
+/// upstream's `resources/updated` of that URI until `stop` fires (nobody listens any more).
+#[derive(Debug, Clone)]
+pub struct WatchStart {
+    /// The URI to watch.
+    pub uri: String,
+    /// Fires when the last subscriber of the URI leaves.
+    pub stop: CancellationToken,
+    /// Identifies this watcher, for [`Subscriptions::watch_ended`].
+    pub generation: u64,
+}
+
+#[derive(Default)]
+struct SubState {
+    /// URIs per subscriber (a session id, or `listen:N`).
+    by_subscriber: HashMap<String, Vec<String>>,
+    /// The one running watcher per URI.
+    watchers: HashMap<String, (u64, CancellationToken)>,
+    generation: u64,
+}
+
+impl SubState {
+    fn anyone(&self, uri: &str) -> bool {
+        self.by_subscriber.values().any(|uris| uris.iter().any(|u| u == uri))
+    }
+
+    /// Stops the watcher of `uri` when nobody subscribes to it any more.
+    fn release(&mut self, uri: &str) {
+        if !self.anyone(uri)
+            && let Some((_, stop)) = self.watchers.remove(uri)
+        {
+            stop.cancel();
+        }
+    }
+}
+
+/// Resource subscriptions of the sessions and listen streams on this instance, and the one
+/// upstream watcher per subscribed URI: a change reaches the router once, and each
+/// subscriber once.
+#[derive(Clone, Default)]
 pub struct Subscriptions {
-    by_session: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    state: Arc<Mutex<SubState>>,
+}
+
+impl std::fmt::Debug for Subscriptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriptions").field("watched", &self.watched()).finish()
+    }
 }
 
 impl Subscriptions {
-    /// Adds a subscription; `true` when it is new.
-    pub fn add(&self, sid: &str, uri: &str) -> bool {
-        let mut m = self.by_session.lock().unwrap_or_else(PoisonError::into_inner);
-        let uris = m.entry(sid.to_owned()).or_default();
-        if uris.iter().any(|u| u == uri) {
-            return false;
-        }
-        uris.push(uri.to_owned());
-        true
+    fn lock(&self) -> std::sync::MutexGuard<'_, SubState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Removes a subscription; `true` when it existed.
-    pub fn remove(&self, sid: &str, uri: &str) -> bool {
-        let mut m = self.by_session.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(uris) = m.get_mut(sid) else { return false };
+    /// Subscribes `subscriber` to `uri`. `Some` when the URI has no watcher yet: the caller
+    /// starts it (and reports [`Subscriptions::watch_ended`] if it cannot run).
+    pub fn add(&self, subscriber: &str, uri: &str) -> Result<Option<WatchStart>, SubscribeError> {
+        let mut s = self.lock();
+        let known = s.by_subscriber.contains_key(subscriber);
+        if !known && s.by_subscriber.len() >= MAX_SUBSCRIBERS {
+            return Err(SubscribeError::TooManySubscribers);
+        }
+        let uris = s.by_subscriber.entry(subscriber.to_owned()).or_default();
+        if !uris.iter().any(|u| u == uri) {
+            if uris.len() >= MAX_RESOURCE_SUBSCRIPTIONS {
+                if uris.is_empty() {
+                    s.by_subscriber.remove(subscriber);
+                }
+                return Err(SubscribeError::TooManyResources);
+            }
+            uris.push(uri.to_owned());
+        }
+        if s.watchers.contains_key(uri) {
+            return Ok(None);
+        }
+        s.generation += 1;
+        let generation = s.generation;
+        let stop = CancellationToken::new();
+        s.watchers.insert(uri.to_owned(), (generation, stop.clone()));
+        Ok(Some(WatchStart { uri: uri.to_owned(), stop, generation }))
+    }
+
+    /// Removes a subscription; `true` when it existed. The URI's watcher stops when this was
+    /// its last subscriber.
+    pub fn remove(&self, subscriber: &str, uri: &str) -> bool {
+        let mut s = self.lock();
+        let Some(uris) = s.by_subscriber.get_mut(subscriber) else { return false };
         let before = uris.len();
         uris.retain(|u| u != uri);
-        before != uris.len()
+        let removed = before != uris.len();
+        if uris.is_empty() {
+            s.by_subscriber.remove(subscriber);
+        }
+        s.release(uri);
+        removed
     }
 
-    /// Whether the session subscribed to `uri`.
-    pub fn has(&self, sid: &str, uri: &str) -> bool {
-        let m = self.by_session.lock().unwrap_or_else(PoisonError::into_inner);
-        m.get(sid).is_some_and(|uris| uris.iter().any(|u| u == uri))
+    /// Whether `subscriber` subscribed to `uri`.
+    pub fn has(&self, subscriber: &str, uri: &str) -> bool {
+        self.lock().by_subscriber.get(subscriber).is_some_and(|uris| uris.iter().any(|u| u == uri))
     }
 
-    /// Whether any session subscribed to `uri`.
+    /// Whether anyone subscribed to `uri`.
     pub fn anyone(&self, uri: &str) -> bool {
-        let m = self.by_session.lock().unwrap_or_else(PoisonError::into_inner);
-        m.values().any(|uris| uris.iter().any(|u| u == uri))
+        self.lock().anyone(uri)
     }
 
-    /// Forgets a session.
-    pub fn end_session(&self, sid: &str) {
-        self.by_session.lock().unwrap_or_else(PoisonError::into_inner).remove(sid);
+    /// Forgets a subscriber (its session ended or its stream closed), stopping the watchers
+    /// nobody else needs.
+    pub fn end_session(&self, subscriber: &str) {
+        let mut s = self.lock();
+        let Some(uris) = s.by_subscriber.remove(subscriber) else { return };
+        for uri in uris {
+            s.release(&uri);
+        }
+    }
+
+    /// A watcher ended on its own (the upstream refused or closed): the next subscription
+    /// of its URI starts a new one.
+    pub fn watch_ended(&self, uri: &str, generation: u64) {
+        let mut s = self.lock();
+        if s.watchers.get(uri).is_some_and(|(g, _)| *g == generation) {
+            s.watchers.remove(uri);
+        }
+    }
+
+    /// The URIs watched now.
+    pub fn watched(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.lock().watchers.keys().cloned().collect();
+        v.sort();
+        v
     }
 }
 
@@ -241,12 +354,41 @@ mod tests {
     #[test]
     fn subscriptions_per_session() {
         let s = Subscriptions::default();
-        assert!(s.add("a", "test://x"));
-        assert!(!s.add("a", "test://x"));
+        let watch = s.add("a", "test://x").unwrap().expect("the first subscriber starts the watcher");
+        assert!(s.add("a", "test://x").unwrap().is_none());
+        assert!(s.add("b", "test://x").unwrap().is_none(), "one watcher per URI");
         assert!(s.has("a", "test://x"));
-        assert!(!s.has("b", "test://x"));
+        assert!(!s.has("c", "test://x"));
         assert!(s.anyone("test://x"));
         assert!(s.remove("a", "test://x"));
+        assert!(!watch.stop.is_cancelled(), "b still listens");
+        s.end_session("b");
         assert!(!s.anyone("test://x"));
+        assert!(watch.stop.is_cancelled(), "nobody listens: the watcher ends");
+        assert!(s.watched().is_empty());
+    }
+
+    #[test]
+    fn subscriptions_are_bounded() {
+        let s = Subscriptions::default();
+        for i in 0..MAX_RESOURCE_SUBSCRIPTIONS {
+            s.add("a", &format!("test://{i}")).unwrap();
+        }
+        assert!(matches!(s.add("a", "test://one-more"), Err(SubscribeError::TooManyResources)));
+        assert!(s.add("a", "test://0").is_ok(), "an existing subscription is no new one");
+        for i in 1..MAX_SUBSCRIBERS {
+            s.add(&format!("s{i}"), "test://0").unwrap();
+        }
+        assert!(matches!(s.add("late", "test://0"), Err(SubscribeError::TooManySubscribers)));
+        s.end_session("s1");
+        assert!(s.add("late", "test://0").is_ok(), "a freed place can be taken");
+    }
+
+    #[test]
+    fn a_failed_watcher_is_replaced_by_the_next_subscription() {
+        let s = Subscriptions::default();
+        let w = s.add("a", "test://x").unwrap().unwrap();
+        s.watch_ended("test://x", w.generation);
+        assert!(s.add("b", "test://x").unwrap().is_some());
     }
 }

@@ -348,6 +348,14 @@ impl Registry {
         }
     }
 
+    /// Forgets the extra 2025-11-25 session [`Registry::client_for`] holds on `name` for
+    /// `caps` (the server ended it: HTTP 404), so the next `client_for` opens a new one.
+    pub async fn forget_session(&self, name: &str, caps: &serde_json::Value) {
+        if let Some(entry) = self.entry(name) {
+            entry.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&caps.to_string());
+        }
+    }
+
     /// Changes whenever the set of servers, a server's state or a catalog changes: views
     /// derived from the catalogs (the federation) are valid while it stays the same.
     pub fn version(&self) -> u64 {

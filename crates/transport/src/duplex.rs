@@ -32,7 +32,14 @@ struct Pending {
     token: Option<(String, Value)>,
     /// Set (once) when the caller fell behind; the exchange reports it instead of waiting.
     failure: Arc<OnceLock<Error>>,
+    /// A call a server may ask the client about while it runs (`tools/call`, …).
+    call: bool,
 }
+
+/// Requests during which a server may ask the client something (elicitation, sampling,
+/// roots): a question arriving while exactly one of them is in flight belongs to it.
+const CALLS: [&str; 4] =
+    [method::TOOLS_CALL, method::PROMPTS_GET, method::RESOURCES_READ, method::COMPLETION_COMPLETE];
 
 #[derive(Default)]
 struct Table {
@@ -124,12 +131,14 @@ impl Duplex {
         });
         let (tx, rx) = mpsc::channel(EXCHANGE_CAPACITY);
         let failure = Arc::new(OnceLock::new());
+        let call = msg.method().is_some_and(|m| CALLS.contains(&m));
         {
             let mut t = lock(&self.table);
             if let Some((ours, _)) = &token {
                 t.tokens.insert(ours.clone(), wire_id);
             }
-            let pending = Pending { original_id: original_id.clone(), tx, token, failure: failure.clone() };
+            let pending =
+                Pending { original_id: original_id.clone(), tx, token, failure: failure.clone(), call };
             t.pending.insert(wire_id, pending);
         }
         if let Err(e) = self.write(&msg).await {
@@ -247,6 +256,23 @@ impl Duplex {
                 let _ = self.write(&Message::response(id, json!({}))).await;
             }
             return;
+        }
+        if msg.is_request() {
+            // A stream carries no request id of its own, so a server → client request is
+            // attributed to the call in flight when there is exactly one; otherwise it is
+            // nobody's (it goes to `incoming`, where the registry refuses it).
+            let only_call = {
+                let t = lock(&self.table);
+                let mut calls = t.pending.values().filter(|p| p.call);
+                match (calls.next(), calls.next()) {
+                    (Some(p), None) => Some(p.tx.clone()),
+                    _ => None,
+                }
+            };
+            if let Some(tx) = only_call {
+                let _ = tx.send(Ok(msg)).await;
+                return;
+            }
         }
         if msg.method() == Some(method::NOTIFICATION_PROGRESS) {
             let token =

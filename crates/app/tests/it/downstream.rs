@@ -552,3 +552,47 @@ async fn a_legacy_websocket_session_hears_list_changes() {
     .expect("a tools/list_changed frame on the socket");
     assert_eq!(found["jsonrpc"], "2.0", "{found}");
 }
+
+/// A desktop client spawns `switchboard serve --stdio --upstream-cmd …` and lists tools at
+/// once, while server-everything is still starting: the official Python client, in both
+/// revisions, sees server-everything's tools in its very first `list_tools`.
+#[tokio::test]
+async fn python_client_first_list_over_stdio_waits_for_pending_servers() {
+    let python = crate::repo_root().join(".cache/python/bin/python");
+    let script = crate::repo_root().join("tests/clients/python_stdio_first_list.py");
+    for mode in ["auto", "legacy"] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("empty.toml");
+        std::fs::write(&config, "").unwrap();
+        let db = dir.path().join("sb.db");
+        let upstream = format!("everything={} {} stdio", crate::node(), crate::everything_js());
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&python)
+                .arg(&script)
+                .args([mode, "--", crate::switchboard()])
+                .args(["--config", config.to_str().unwrap(), "--db", db.to_str().unwrap()])
+                .args(["serve", "--stdio", "--upstream-cmd", &upstream])
+                .current_dir(dir.path())
+                .env_remove("SWITCHBOARD_CONFIG")
+                .env_remove("SWITCHBOARD_TOKEN")
+                .env("RUST_LOG", "warn")
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the client finishes in time")
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {:?}: {stderr}", out.status);
+        let line = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {line}"));
+        let tools: Vec<&str> = v["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for want in ["echo", "get-sum"] {
+            assert!(tools.contains(&want), "{mode}: the first list lacks {want}: {v}");
+        }
+        if mode == "auto" {
+            assert_eq!(v["protocol_version"], "2026-07-28", "{v}");
+        }
+    }
+}

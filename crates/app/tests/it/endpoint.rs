@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 const VERSION: &str = "2026-07-28";
 
 /// A downstream client of the endpoint.
-struct Mcp {
-    url: String,
-    http: reqwest::Client,
+pub(crate) struct Mcp {
+    pub(crate) url: String,
+    pub(crate) http: reqwest::Client,
 }
 
 struct Env {
@@ -98,7 +98,7 @@ async fn start_with(endpoint: EndpointConfig) -> Env {
     }
 }
 
-fn request(id: u64, method: &str, mut params: Value) -> Value {
+pub(crate) fn request(id: u64, method: &str, mut params: Value) -> Value {
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
@@ -106,7 +106,7 @@ fn request(id: u64, method: &str, mut params: Value) -> Value {
 
 impl Mcp {
     /// POSTs `body` with the headers a correct client sends.
-    async fn post(&self, body: &Value) -> reqwest::Response {
+    pub(crate) async fn post(&self, body: &Value) -> reqwest::Response {
         let mut req = self
             .http
             .post(&self.url)
@@ -119,7 +119,7 @@ impl Mcp {
         req.json(body).send().await.unwrap()
     }
 
-    async fn call(&self, body: &Value) -> (u16, Value) {
+    pub(crate) async fn call(&self, body: &Value) -> (u16, Value) {
         let r = self.post(body).await;
         let status = r.status().as_u16();
         (status, r.json().await.unwrap())
@@ -127,7 +127,7 @@ impl Mcp {
 }
 
 /// The JSON messages of an SSE body.
-fn sse_messages(text: &str) -> Vec<Value> {
+pub(crate) fn sse_messages(text: &str) -> Vec<Value> {
     text.lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .map(|d| serde_json::from_str(d.trim()).unwrap())
@@ -291,11 +291,66 @@ async fn a_dead_upstream_is_an_upstream_failure_naming_it() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(r["error"]["code"], -32051, "{r}");
+    // Before the registry notices, the forward fails (-32051); after, the server is named
+    // unavailable (-32050): either way the message names it.
+    assert!(matches!(r["error"]["code"].as_i64(), Some(-32051 | -32050)), "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("beta"), "{r}");
     let (_, r) =
         env.call(&request(2, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "y"}}))).await;
     assert_eq!(r["result"]["structuredContent"]["text"], "y", "{r}");
+}
+
+#[tokio::test]
+async fn a_tool_of_a_server_that_is_down_names_the_server_and_why() {
+    let env = start().await;
+    env.beta_stop.cancel();
+    let registry = &env._registry;
+    // The fixture drains its connections before it is gone; wait until the registry sees it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while registry.servers().iter().any(|v| v.name == "beta" && v.state == ServerState::Ready) {
+        assert!(std::time::Instant::now() < deadline, "beta never left the ready state");
+        registry.refresh("beta");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, r) =
+        env.call(&request(1, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "x"}}))).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["error"]["code"], -32050, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("\"beta\"") && msg.contains("unavailable"), "{msg}");
+    let (_, reason) = registry.entry("beta").unwrap().state();
+    assert!(!reason.is_empty() && msg.contains(&reason), "the registry's reason {reason:?}: {msg}");
+    assert_eq!(r["error"]["data"]["server"], "beta", "{r}");
+    // A name nobody serves is still unknown.
+    let (_, r) = env.call(&request(2, "tools/call", json!({"name": "nobody__echo", "arguments": {}}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("unknown tool"), "{r}");
+}
+
+#[tokio::test]
+async fn a_tool_name_must_be_a_string() {
+    let env = start().await;
+    // 2026-07-28: checked before the headers (a number has no Mcp-Name to mirror).
+    for (id, name) in [(1, json!(42)), (2, json!({"n": 1}))] {
+        let (status, r) = env.call(&request(id, "tools/call", json!({"name": name, "arguments": {}}))).await;
+        assert_eq!((status, r["error"]["code"].clone()), (400, json!(-32602)), "{r}");
+        let msg = r["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("params.name must be a string"), "{msg}");
+    }
+    // 2025-11-25 sessions (and stdio clients) reach the call itself.
+    let sid = env.legacy_initialize().await;
+    for (id, name) in [(3, Some(json!(42))), (4, Some(json!(["echo"]))), (5, None)] {
+        let mut params = json!({"arguments": {}});
+        if let Some(name) = name.clone() {
+            params["name"] = name;
+        }
+        let (_, r) = env.legacy_call(Some(&sid), &legacy_request(id, "tools/call", params)).await;
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        let msg = r["error"]["message"].as_str().unwrap();
+        assert!(!msg.contains("unknown tool"), "{msg}");
+        let want = if name.is_some() { "params.name must be a string" } else { "params.name is required" };
+        assert!(msg.contains(want), "{msg}");
+    }
 }
 
 #[tokio::test]
@@ -433,13 +488,13 @@ async fn serve_listen_exposes_the_endpoint() {
 
 const LEGACY: &str = "2025-11-25";
 
-fn legacy_request(id: u64, method: &str, params: Value) -> Value {
+pub(crate) fn legacy_request(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
 impl Mcp {
     /// POSTs `body` as a 2025-11-25 client: session id and version headers when in a session.
-    async fn legacy_post(&self, sid: Option<&str>, body: &Value) -> reqwest::Response {
+    pub(crate) async fn legacy_post(&self, sid: Option<&str>, body: &Value) -> reqwest::Response {
         let mut req = self.http.post(&self.url).header("Accept", "application/json, text/event-stream");
         if let Some(sid) = sid {
             req = req.header("Mcp-Session-Id", sid).header("MCP-Protocol-Version", LEGACY);
@@ -448,7 +503,7 @@ impl Mcp {
     }
 
     /// Status and the final JSON-RPC message (plain JSON or the last SSE event).
-    async fn legacy_call(&self, sid: Option<&str>, body: &Value) -> (u16, Value) {
+    pub(crate) async fn legacy_call(&self, sid: Option<&str>, body: &Value) -> (u16, Value) {
         let r = self.legacy_post(sid, body).await;
         let status = r.status().as_u16();
         let sse = r
@@ -461,7 +516,7 @@ impl Mcp {
     }
 
     /// `initialize`; returns the session id.
-    async fn legacy_initialize(&self) -> String {
+    pub(crate) async fn legacy_initialize(&self) -> String {
         let body = legacy_request(
             0,
             "initialize",
@@ -700,7 +755,7 @@ async fn expect_upstream_cancel(
 
 /// Reads the next SSE event's JSON from a streaming response (`buf` keeps partial input),
 /// with its `id:` line if any.
-async fn next_event(r: &mut reqwest::Response, buf: &mut String) -> (Option<String>, Value) {
+pub(crate) async fn next_event(r: &mut reqwest::Response, buf: &mut String) -> (Option<String>, Value) {
     loop {
         if let Some(end) = buf.find("\n\n") {
             let raw: String = buf.drain(..end + 2).collect();

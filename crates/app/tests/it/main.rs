@@ -2,12 +2,15 @@
 //! official conformance suite's client scenarios, `serve` + `servers` over one store.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bridging;
 mod cli;
 mod conformance;
 mod diagnose;
 mod downstream;
 mod edge;
 mod endpoint;
+mod notifications;
+mod scripted;
 mod security;
 mod serve_flags;
 

@@ -1,0 +1,284 @@
+//! Bridging a 2026-07-28 client to a 2025-11-25 server that asks its questions one after the
+//! other (the conformance fixture's multi-round tool, legacy only): every round's input keys
+//! are new, and each answer reaches only the question it answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_app::blobs::BlobStore;
+use switchboard_app::endpoint::EndpointConfig;
+use switchboard_app::http::{HttpState, router, serve};
+use switchboard_fixtures::Fixture;
+use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
+use switchboard_router::config::{ServerToml, spec_from_toml};
+use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
+use switchboard_transport::FrameBus;
+use tokio_util::sync::CancellationToken;
+
+use crate::endpoint::{Mcp, request};
+
+/// The fixture's key hint, and what the relay turns it into (same length, so HTTP framing
+/// stays valid): a server that names no keys.
+const HINT: &[u8] = b"dev.switchboard/inputKey";
+const NO_HINT: &[u8] = b"dev.switchboard/inputKeX";
+
+fn replace_all(buf: &mut [u8], from: &[u8], to: &[u8]) {
+    let mut i = 0;
+    while i + from.len() <= buf.len() {
+        if &buf[i..i + from.len()] == from {
+            buf[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// A loopback TCP relay in front of `target` that hides the server's input key hints.
+async fn hint_stripping_relay(target: &str, stop: CancellationToken) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let authority = target.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let path = target.trim_start_matches("http://").split_once('/').map(|(_, p)| p.to_owned()).unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut inbound, _) = tokio::select! {
+                () = stop.cancelled() => return,
+                c = listener.accept() => c.unwrap(),
+            };
+            let mut outbound = tokio::net::TcpStream::connect(&authority).await.unwrap();
+            tokio::spawn(async move {
+                let (mut ri, mut wi) = inbound.split();
+                let (mut ro, mut wo) = outbound.split();
+                let up = async {
+                    let _ = tokio::io::copy(&mut ri, &mut wo).await;
+                };
+                let down = async {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = ro.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        replace_all(&mut buf[..n], HINT, NO_HINT);
+                        if wi.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                tokio::join!(up, down);
+            });
+        }
+    });
+    format!("http://{addr}/{path}")
+}
+
+struct Bridged {
+    mcp: Mcp,
+    endpoint: Arc<EndpointConfig>,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Bridged {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The router in front of the legacy-only conformance fixture, with or without its hints.
+async fn bridged(hints: bool) -> Bridged {
+    let stop = CancellationToken::new();
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = Era::Legacy;
+    cfg.profile = Profile::Conformance;
+    let f = Fixture::bind(cfg).await.unwrap();
+    let mut url = f.url().unwrap();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { f.serve(stop).await }
+    });
+    if !hints {
+        url = hint_stripping_relay(&url, stop.clone()).await;
+    }
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(100),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+    registry.add(spec).await.unwrap();
+    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let endpoint = Arc::new(EndpointConfig::default());
+    let app = router(HttpState { blobs, registry: Some(registry), endpoint: endpoint.clone() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp =
+        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
+    tokio::spawn(serve(listener, app, stop.child_token()));
+    Bridged { mcp, endpoint, stop, _dir: dir }
+}
+
+/// Runs the conformance suite's `input-required-result-multi-round` steps: each round answers
+/// the one question asked with the round's own answer.
+async fn multi_round(env: &Bridged) -> (Vec<String>, Value) {
+    let tool = "test_input_required_result_multi_round";
+    let call = |id: u64, extra: Value| {
+        let mut body = request(id, "tools/call", json!({"name": tool, "arguments": {}}));
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+        if let Value::Object(extra) = extra {
+            for (k, v) in extra {
+                body["params"][k] = v;
+            }
+        }
+        body
+    };
+    let mut keys = Vec::new();
+    let (_, r1) = env.mcp.call(&call(1, json!({}))).await;
+    assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
+    let k1 = r1["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    keys.push(k1.clone());
+    let answer1 = json!({k1: {"action": "accept", "content": {"name": "Alice"}}});
+    let state1 = r1["result"]["requestState"].clone();
+    let (_, r2) = env.mcp.call(&call(2, json!({"inputResponses": answer1, "requestState": state1}))).await;
+    assert_eq!(r2["result"]["resultType"], "input_required", "a second round: {r2}");
+    let (k2, q2) = r2["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert!(q2["params"]["message"].as_str().unwrap().contains("color"), "{r2}");
+    assert_ne!(r2["result"]["requestState"], state1, "{r2}");
+    keys.push(k2.clone());
+    let answer2 = json!({k2.clone(): {"action": "accept", "content": {"color": "blue"}}});
+    let state2 = r2["result"]["requestState"].clone();
+    let (_, r3) = env.mcp.call(&call(3, json!({"inputResponses": answer2, "requestState": state2}))).await;
+    (keys, r3)
+}
+
+#[tokio::test]
+async fn multi_round_input_keys_are_unique_and_answers_reach_their_own_question() {
+    for hints in [false, true] {
+        let env = bridged(hints).await;
+        let (keys, done) = multi_round(&env).await;
+        assert_ne!(keys[0], keys[1], "hints {hints}: keys repeat across rounds: {keys:?}");
+        if hints {
+            assert_eq!(keys, ["step1", "step2"], "the server's own names");
+        }
+        assert_eq!(done["result"]["resultType"], "complete", "hints {hints}: {done}");
+        let text = done["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("Alice's favorite color is blue"), "hints {hints}: {text}");
+        assert_eq!(env.endpoint.bridge.parked_count(), 0);
+    }
+}
+
+/// server-everything over stdio (a 2025-11-25 server on one shared pipe) asks the client
+/// during a call; the official Python client, declaring elicitation and sampling, answers
+/// through the router in both revisions (relayed to a legacy session, or bridged into an
+/// `InputRequiredResult` for a 2026-07-28 client).
+#[tokio::test]
+async fn a_stdio_servers_questions_during_a_call_reach_the_python_client() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    let upstream = format!("everything={} {} stdio", crate::node(), crate::everything_js());
+    let mut child = tokio::process::Command::new(crate::switchboard())
+        .args(["--config", config.to_str().unwrap(), "--db", dir.path().join("sb.db").to_str().unwrap()])
+        .args(["serve", "--listen", "127.0.0.1:0", "--upstream-cmd", &upstream])
+        .current_dir(dir.path())
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = crate::listening_url(child.stdout.take().unwrap()).await;
+    let python = crate::repo_root().join(".cache/python/bin/python");
+    let script = crate::repo_root().join("tests/clients/python_server_requests.py");
+    for mode in ["legacy", "auto"] {
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&python)
+                .arg(&script)
+                .args([url.as_str(), mode])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the client finishes in time")
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {:?}: {stderr}", out.status);
+        let v: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{mode}: {e}: {stderr}"));
+        let sampled = v["trigger-sampling-request"].as_str().unwrap();
+        assert!(sampled.contains("sampled-by-python"), "{mode}: {v}");
+        let elicited = v["trigger-elicitation-request"].as_str().unwrap();
+        assert!(elicited.contains("Ada Python"), "{mode}: {v}");
+    }
+}
+
+/// A 2025-11-25 server that no longer knows the session the router keeps for a caller's
+/// capabilities (an idle session expired; here the server restarted on its address): the
+/// next call opens a new session instead of failing with "session … is no longer known".
+#[tokio::test]
+async fn a_forgotten_upstream_session_is_reopened() {
+    let stop = CancellationToken::new();
+    let first = CancellationToken::new();
+    let mut cfg = FixtureConfig::new(TransportKind::Http);
+    cfg.era = Era::Legacy;
+    let f = Fixture::bind(cfg.clone()).await.unwrap();
+    let url = f.url().unwrap();
+    let addr: std::net::SocketAddr =
+        url.trim_start_matches("http://").split('/').next().unwrap().parse().unwrap();
+    tokio::spawn({
+        let first = first.clone();
+        async move { f.serve(first).await }
+    });
+    let registry = Registry::new(
+        RegistryConfig::default(),
+        None,
+        EventBus::new(100),
+        FrameBus::default(),
+        stop.child_token(),
+    );
+    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
+    registry.add(spec).await.unwrap();
+    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+    let app =
+        router(HttpState { blobs, registry: Some(registry), endpoint: Arc::new(EndpointConfig::default()) });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp =
+        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
+    tokio::spawn(serve(listener, app, stop.child_token()));
+    let echo =
+        |id: u64, text: &str| request(id, "tools/call", json!({"name": "echo", "arguments": {"text": text}}));
+    let (_, r) = mcp.call(&echo(1, "one")).await;
+    assert_eq!(r["result"]["structuredContent"]["text"], "one", "{r}");
+
+    first.cancel();
+    cfg.listen = addr;
+    let mut again = None;
+    for _ in 0..200 {
+        match Fixture::bind(cfg.clone()).await {
+            Ok(f) => {
+                again = Some(f);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let again = again.expect("the address is free again");
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { again.serve(stop).await }
+    });
+    let (_, r) = mcp.call(&echo(2, "two")).await;
+    assert_eq!(r["result"]["structuredContent"]["text"], "two", "{r}");
+    stop.cancel();
+}
