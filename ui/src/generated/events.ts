@@ -92,9 +92,13 @@ attempt: number,
  */
 delay_ms: number, } | { "event": "gave_up", 
 /**
- * Human-readable reason including the stderr tail.
+ * Human-readable reason, fit for callers (no stderr).
  */
-reason: string, };
+reason: string, 
+/**
+ * The last stderr lines (operator detail: can hold secrets, never sent to callers).
+ */
+stderr_tail: string, };
 
 export type HandshakeRecord = { 
 /**
