@@ -140,6 +140,18 @@ impl Default for EndpointToml {
     }
 }
 
+/// `[vision]`: where the built-in vision server may read images from besides the router's
+/// own blob store and `data:` URLs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisionToml {
+    /// Hosts, `host:port`s, IP addresses or CIDR ranges whose http(s) URLs vision may fetch,
+    /// checked after DNS resolution and on every redirect. Empty (the default): none.
+    /// Loopback, private and link-local addresses must be named by address.
+    #[serde(default)]
+    pub image_allow: Vec<String>,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -153,6 +165,9 @@ pub struct AppToml {
     /// `[endpoint]`.
     #[serde(default)]
     pub endpoint: EndpointToml,
+    /// `[vision]`.
+    #[serde(default)]
+    pub vision: VisionToml,
     /// `[servers.NAME]`.
     #[serde(default)]
     pub servers: BTreeMap<String, ServerToml>,
@@ -227,6 +242,8 @@ pub struct AppConfig {
     pub endpoint: EndpointSettings,
     /// Whether the servers came from the embedded default (no file was found).
     pub embedded_default: bool,
+    /// `[vision] image_allow`: image sources beyond the blob store and `data:` URLs.
+    pub image_allow: Vec<String>,
 }
 
 impl AppConfig {
@@ -343,6 +360,11 @@ pub fn parse(
             doc.endpoint.traces_kept
         );
     }
+    if let Err(e) = switchboard_servers::vision::source::allow::parse_rules(&doc.vision.image_allow) {
+        anyhow::bail!(
+            "{source}: [vision] image_allow: {e} (write a host, host:port, IP address or CIDR range)"
+        );
+    }
     let e = doc.endpoint;
     let mut endpoint = EndpointSettings { listen: e.listen, ..EndpointSettings::default() };
     if let Some(p) = e.prefix {
@@ -387,12 +409,25 @@ pub fn parse(
         token_env: e.token_env.filter(|v| !v.is_empty()),
         endpoint,
         embedded_default: false,
+        image_allow: doc.vision.image_allow,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vision_image_allowlist_is_read_and_checked() {
+        let c =
+            parse("[vision]\nimage_allow = [\"cams.example.com\", \"10.0.0.0/8\"]\n", "v.toml", &[], None)
+                .unwrap();
+        assert_eq!(c.image_allow, ["cams.example.com", "10.0.0.0/8"]);
+        assert!(parse("", "v.toml", &[], None).unwrap().image_allow.is_empty(), "nothing by default");
+        let e =
+            parse("[vision]\nimage_allow = [\"http://x/\"]\n", "v.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("[vision] image_allow"), "{e}");
+    }
 
     #[test]
     fn embedded_default_parses() {

@@ -76,7 +76,13 @@ impl Env {
         let knowledge_db = Some(crate::builtins::knowledge_db_beside(&config.db_path));
         let blob_dir = Some(crate::builtins::blob_dir_beside(&config.db_path));
         registry.set_builtins(Arc::new(
-            Builtins::new(&BuiltinsConfig { knowledge_db, blob_dir, ..Default::default() }).await?,
+            Builtins::new(&BuiltinsConfig {
+                knowledge_db,
+                blob_dir,
+                image_allow: config.image_allow.clone(),
+                ..Default::default()
+            })
+            .await?,
         ));
         let mut specs = config.servers.clone();
         if !specs.iter().any(|s| matches!(s.transport, switchboard_router::TransportSpec::Builtin { .. })) {

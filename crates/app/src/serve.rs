@@ -24,6 +24,8 @@ pub async fn start(config: &AppConfig, cancel: CancellationToken) -> anyhow::Res
     );
     let builtins = crate::builtins::Builtins::new(&crate::builtins::BuiltinsConfig {
         knowledge_db: Some(crate::builtins::knowledge_db_beside(&config.db_path)),
+        blob_dir: Some(crate::builtins::blob_dir_beside(&config.db_path)),
+        image_allow: config.image_allow.clone(),
         ..Default::default()
     })
     .await?;

@@ -28,7 +28,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
-use switchboard_router::Registry;
+use switchboard_router::{Registry, Target};
 use switchboard_store::TraceRecord;
 use switchboard_store::traces::outcome;
 use switchboard_transport::sse::SseParser;
@@ -124,12 +124,13 @@ impl Edge {
         let registry = self.registry.as_ref()?;
         let name = msg.name()?;
         let view = self.endpoint.views.get(registry, &self.endpoint.federation);
-        match msg.method()? {
-            method::TOOLS_CALL => view.federation.tool(name).map(|e| e.server.clone()),
-            method::PROMPTS_GET => view.federation.prompt(name).map(|e| e.server.clone()),
-            method::RESOURCES_READ => crate::endpoint::resource_server(&view, name),
-            _ => None,
-        }
+        let target = match msg.method()? {
+            method::TOOLS_CALL => Target::Tool(name),
+            method::PROMPTS_GET => Target::Prompt(name),
+            method::RESOURCES_READ => Target::Resource(name),
+            _ => return None,
+        };
+        view.routes.route(target, None).ok().map(|r| r.server)
     }
 
     /// Who sent `msg` and under which protocol version: `_meta` for modern requests, the

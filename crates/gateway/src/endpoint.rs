@@ -31,8 +31,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
-use switchboard_router::federation::{FederationConfig, federate};
-use switchboard_router::{Registry, ServerState};
+use switchboard_router::federation::FederationConfig;
+use switchboard_router::{Registry, RouteError, RouteTable, ServerState, Target};
 use switchboard_transport::Exchange;
 use switchboard_wire::{
     Era, ErrorObject, Id, LEGACY_VERSIONS, MODERN_VERSIONS, Message, error_code, headers, meta, method,
@@ -235,7 +235,7 @@ pub async fn delete(config: Arc<EndpointConfig>, request_headers: HeaderMap) -> 
 /// Server capabilities from the ready upstreams. The router propagates list changes of
 /// every kind and takes resource subscriptions for the servers that support them.
 fn capabilities(registry: &Registry, view: &View, with_logging: bool) -> Map<String, Value> {
-    let catalogs = &view.catalogs;
+    let catalogs = &view.routes.catalogs;
     let mut capabilities = Map::new();
     if catalogs.values().any(|c| !c.tools.is_empty()) {
         capabilities.insert("tools".into(), json!({"listChanged": true}));
@@ -636,10 +636,10 @@ struct Handler {
 /// [`Registry::version`], so calls do not re-federate every catalog.
 pub struct View {
     version: u64,
-    /// The ready servers' catalogs, by name.
-    pub catalogs: BTreeMap<String, Arc<switchboard_router::catalog::Catalog>>,
-    /// Their federation under the endpoint's prefix mode.
-    pub federation: switchboard_router::federation::Federation,
+    /// Where every name goes: the ready servers' catalogs, their federation under the
+    /// endpoint's prefix mode, and what the servers that are down offered (the router's one
+    /// routing seam).
+    pub routes: Arc<RouteTable>,
     /// Mirrored (`x-mcp-header`) parameters of each exposed tool.
     header_params: std::collections::HashMap<String, Vec<headers::HeaderParam>>,
 }
@@ -670,9 +670,9 @@ impl ViewCache {
         {
             return v.clone();
         }
-        let catalogs = ready_catalogs(registry);
-        let fed = federate(&catalogs, federation);
-        let header_params = fed
+        let routes = Arc::new(RouteTable::build(registry, federation));
+        let header_params = routes
+            .federation
             .tools
             .iter()
             .filter_map(|t| {
@@ -680,7 +680,7 @@ impl ViewCache {
                 (!params.is_empty()).then(|| (t.name.clone(), params))
             })
             .collect();
-        let view = Arc::new(View { version, catalogs, federation: fed, header_params });
+        let view = Arc::new(View { version, routes, header_params });
         *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(view.clone());
         view
     }
@@ -719,49 +719,11 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
     std::str::from_utf8(&raw).ok()?.parse().ok()
 }
 
-/// Whether `uri` matches the RFC 6570 template `tpl` (simple and reserved expansions:
-/// `{x}` matches a run without `/`, `{+x}`, `{/x}`, `{#x}` and friends any run).
-pub fn template_matches(tpl: &str, uri: &str) -> bool {
-    fn go(t: &[u8], u: &[u8]) -> bool {
-        match t.first() {
-            None => u.is_empty(),
-            Some(b'{') => {
-                let Some(close) = t.iter().position(|c| *c == b'}') else { return t == u };
-                let expr = &t[1..close];
-                let rest = &t[close + 1..];
-                let any = matches!(expr.first(), Some(b'+' | b'#' | b'/' | b'.' | b';' | b'?' | b'&'));
-                for take in 0..=u.len() {
-                    let part = &u[..take];
-                    if !any && part.contains(&b'/') {
-                        break;
-                    }
-                    if go(rest, &u[take..]) {
-                        return true;
-                    }
-                }
-                false
-            }
-            Some(c) => u.first() == Some(c) && go(&t[1..], &u[1..]),
-        }
-    }
-    go(tpl.as_bytes(), uri.as_bytes())
-}
+pub use switchboard_router::route::template_matches;
 
 /// The ready server offering resource `uri`: one listing it, else one whose template matches.
 pub(crate) fn resource_server(view: &View, uri: &str) -> Option<String> {
-    let catalogs = &view.catalogs;
-    let listed = catalogs.iter().find_map(|(s, c)| {
-        c.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri)).then(|| s.clone())
-    });
-    listed.or_else(|| {
-        catalogs.iter().find_map(|(s, c)| {
-            c.resource_templates
-                .iter()
-                .filter_map(|t| t.get("uriTemplate").and_then(Value::as_str))
-                .any(|t| t == uri || template_matches(t, uri))
-                .then(|| s.clone())
-        })
-    })
+    view.routes.route(Target::Resource(uri), None).ok().map(|r| r.server)
 }
 
 impl Handler {
@@ -877,6 +839,7 @@ impl Handler {
             method::RESOURCES_TEMPLATES_LIST => {
                 let items = self
                     .view()
+                    .routes
                     .catalogs
                     .values()
                     .flat_map(|c| c.resource_templates.iter().cloned())
@@ -900,6 +863,7 @@ impl Handler {
     fn ttl_ms(&self) -> u64 {
         let upstream = self
             .view()
+            .routes
             .catalogs
             .values()
             .filter_map(|c| c.ttl)
@@ -951,46 +915,13 @@ impl Handler {
 
     fn list_federated(&self, tools: bool) -> Response {
         let view = self.view();
-        let list = if tools { &view.federation.tools } else { &view.federation.prompts };
+        let list = if tools { &view.routes.federation.tools } else { &view.routes.federation.prompts };
         self.page(if tools { "tools" } else { "prompts" }, list.iter().map(|e| e.raw.clone()).collect())
     }
 
     fn list_resources(&self) -> Response {
-        let items = self.view().catalogs.values().flat_map(|c| c.resources.iter().cloned()).collect();
+        let items = self.view().routes.catalogs.values().flat_map(|c| c.resources.iter().cloned()).collect();
         self.page("resources", items)
-    }
-
-    /// The server that would serve the tool or prompt `name` but is not ready, with its
-    /// state and the registry's reason: one whose last known catalog offers it, or (before
-    /// it ever listed) one whose prefix the name carries.
-    fn unavailable_server(&self, tools: bool, name: &str) -> Option<(String, ServerState, String)> {
-        let down: Vec<_> =
-            self.registry.servers().into_iter().filter(|v| v.state != ServerState::Ready).collect();
-        if down.is_empty() {
-            return None;
-        }
-        // Federated as if every server were up, so the name resolves as it would then.
-        let everything: BTreeMap<String, Arc<switchboard_router::catalog::Catalog>> = self
-            .registry
-            .servers()
-            .into_iter()
-            .filter_map(|v| self.registry.entry(&v.name).map(|e| (v.name, e.catalog())))
-            .collect();
-        let fed = federate(&everything, &self.config.federation);
-        let by_catalog = if tools { fed.tool(name) } else { fed.prompt(name) }.map(|e| e.server.clone());
-        let server = by_catalog.or_else(|| {
-            let sep = &self.config.federation.separator;
-            down.iter()
-                .find(|v| {
-                    !sep.is_empty()
-                        && name
-                            .strip_prefix(v.name.as_str())
-                            .is_some_and(|rest| rest.starts_with(sep.as_str()))
-                })
-                .map(|v| v.name.clone())
-        })?;
-        let view = down.into_iter().find(|v| v.name == server)?;
-        Some((view.name, view.state, view.reason))
     }
 
     fn upstream_failed(&self, server: &str, reason: impl std::fmt::Display) -> Response {
@@ -1210,33 +1141,27 @@ impl Handler {
             }
         };
         let view = self.view();
-        let (catalogs, fed) = (&view.catalogs, &view.federation);
-        let found = if tools { fed.tool(&name) } else { fed.prompt(&name) };
-        let Some(exposed) = found else {
-            if let Some((server, state, reason)) = self.unavailable_server(tools, &name) {
+        let target = if tools { Target::Tool(&name) } else { Target::Prompt(&name) };
+        let route = match view.routes.route(target, None) {
+            Ok(route) => route,
+            Err(RouteError::Unavailable { server, state, reason, .. }) => {
                 return error_response(
                     StatusCode::OK,
                     self.id.clone(),
                     ErrorObject::new(
                         error_code::NO_UPSTREAM,
-                        format!(
-                            "{kind} {name:?} is served by {server:?}, which is unavailable ({}): {reason}",
-                            state.as_str()
-                        ),
+                        format!("{kind} {name:?} is served by {server:?}, which is unavailable ({state}): {reason}"),
                     )
-                    .with_data(json!({"server": server, "state": state.as_str(), "reason": reason})),
+                    .with_data(json!({"server": server, "state": state, "reason": reason})),
                 );
             }
-            return self.error(
-                StatusCode::OK,
-                error_code::INVALID_PARAMS,
-                format!("unknown {kind} {name:?}"),
-            );
+            Err(e) => return self.error(StatusCode::OK, error_code::INVALID_PARAMS, e.to_string()),
         };
+        let catalogs = &view.routes.catalogs;
         if method == method::TOOLS_CALL {
             let args =
                 self.msg.params().and_then(|p| p.get("arguments")).cloned().unwrap_or_else(|| json!({}));
-            if let Some(tool) = catalogs.get(&exposed.server).and_then(|c| c.tool(&exposed.upstream_name))
+            if let Some(tool) = catalogs.get(&route.server).and_then(|c| c.tool(&route.upstream_name))
                 && let Err(e) = tool.validate_arguments(&args)
             {
                 return self.error(
@@ -1247,9 +1172,8 @@ impl Handler {
             }
         }
         let mut params = self.msg.params().cloned().unwrap_or_default();
-        params.insert("name".into(), json!(exposed.upstream_name));
-        let server = exposed.server.clone();
-        self.forward(&server, method, params).await
+        params.insert("name".into(), json!(route.upstream_name));
+        self.forward(&route.server, method, params).await
     }
 
     async fn read_resource(self) -> Response {
@@ -1284,7 +1208,7 @@ impl Handler {
             "ref/prompt" => {
                 let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
                 let view = self.view();
-                let Some(exposed) = view.federation.prompt(name) else {
+                let Some(exposed) = view.routes.federation.prompt(name) else {
                     return self.error(
                         StatusCode::OK,
                         error_code::INVALID_PARAMS,
