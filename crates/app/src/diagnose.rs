@@ -16,7 +16,6 @@ use serde_json::{Map, Value, json};
 use switchboard_flow::{Engine, Flow, RunEvent, RunOptions, RunOutcome, RunRecord, RunSink, StoreSink};
 use switchboard_router::{EventBus, Registry};
 use switchboard_store::{Store, StoreConfig};
-use switchboard_transport::FrameBus;
 use tokio_util::sync::CancellationToken;
 
 use crate::blobs::{BlobStore, DEFAULT_MAX_BLOB};
@@ -70,7 +69,6 @@ impl Env {
             config.registry.clone(),
             Some(store.clone()),
             EventBus::default(),
-            FrameBus::default(),
             cancel.child_token(),
         );
         let knowledge_db = Some(crate::builtins::knowledge_db_beside(&config.db_path));

@@ -7,7 +7,6 @@ use anyhow::Context as _;
 
 use switchboard_router::{Event, EventBus, Registry};
 use switchboard_store::{Store, StoreConfig};
-use switchboard_transport::FrameBus;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::AppConfig;
@@ -15,13 +14,7 @@ use crate::config::AppConfig;
 /// Opens the store (a locked or corrupt file is a clear error) and starts the registry.
 pub async fn start(config: &AppConfig, cancel: CancellationToken) -> anyhow::Result<(Registry, Store)> {
     let store = Store::open(&StoreConfig { path: config.db_path.clone(), ..StoreConfig::default() }).await?;
-    let registry = Registry::new(
-        config.registry.clone(),
-        Some(store.clone()),
-        EventBus::default(),
-        FrameBus::default(),
-        cancel,
-    );
+    let registry = Registry::new(config.registry.clone(), Some(store.clone()), EventBus::default(), cancel);
     let builtins = crate::builtins::Builtins::new(&crate::builtins::BuiltinsConfig {
         knowledge_db: Some(crate::builtins::knowledge_db_beside(&config.db_path)),
         blob_dir: Some(crate::builtins::blob_dir_beside(&config.db_path)),

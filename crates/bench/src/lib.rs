@@ -24,7 +24,7 @@ use switchboard_fixtures::config::{FixtureConfig, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
-use switchboard_transport::{ConnectOptions, FrameBus, McpClient, Tap};
+use switchboard_transport::{ConnectOptions, McpClient, Tap};
 use tokio_util::sync::CancellationToken;
 
 /// The protocol version both phases speak.
@@ -201,13 +201,7 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
         }
     };
 
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(1000),
-        FrameBus::new(10_000),
-        stop.child_token(),
-    );
+    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(1000), stop.child_token());
     let spec = spec_from_toml("fixture", toml, "bench").context("building the upstream spec")?;
     registry.add(spec).await.context("registering the upstream")?;
     registry

@@ -578,6 +578,59 @@ pub async fn post(
         Ok(m) => m,
         Err(e) => return json_response(StatusCode::BAD_REQUEST, &e.to_response()),
     };
+    // The client's frame on the event stream, and its correlation id on every upstream frame
+    // it causes (the forwarding below runs inside `correlated`).
+    let correlation = next_correlation();
+    if let Some(r) = &registry {
+        r.events().publish_with(|| client_frame(&msg, &bytes, correlation));
+    }
+    switchboard_transport::correlated(correlation, dispatch(registry, config, request_headers, msg)).await
+}
+
+/// A process-unique id tying a client request to the upstream requests it causes.
+fn next_correlation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The event of a client's frame arriving on the downstream leg.
+fn client_frame(msg: &Message, bytes: &[u8], correlation: u64) -> switchboard_router::Event {
+    let at_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    switchboard_router::Event::Frame {
+        frame: Box::new(switchboard_transport::FrameEvent {
+            leg: "downstream",
+            peer: Arc::from(
+                msg.meta()
+                    .and_then(|m| m.get(meta::CLIENT_INFO))
+                    .and_then(|c| c.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("client"),
+            ),
+            transport: "http",
+            direction: switchboard_transport::Direction::In,
+            size: bytes.len(),
+            kind: msg.kind(),
+            method: msg.method().map(str::to_owned),
+            id: msg.id(),
+            correlation: Some(correlation),
+            sse_id: None,
+            ws_frame: None,
+            at_us,
+            body: Arc::from(String::from_utf8_lossy(bytes).as_ref()),
+        }),
+    }
+}
+
+/// Handles one parsed client message by revision.
+async fn dispatch(
+    registry: Option<Registry>,
+    config: Arc<EndpointConfig>,
+    request_headers: HeaderMap,
+    msg: Message,
+) -> Response {
     // A modern `_meta` or a non-legacy MCP-Protocol-Version header means 2026-07-28 (so a
     // modern `initialize` is answered 404 -32601, a modern request without `_meta` -32602).
     let header_version = request_headers.get(headers::PROTOCOL_VERSION).and_then(|v| v.to_str().ok());

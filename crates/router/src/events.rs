@@ -376,6 +376,13 @@ impl EventBus {
         self.inner.listeners.load(Ordering::Relaxed)
     }
 
+    /// A subscriber to frames only, handing out the frames themselves.
+    pub fn subscribe_frames(&self) -> FrameSubscription {
+        FrameSubscription(
+            self.subscribe_filtered(Filter { kinds: [EventKind::Frame].into(), ..Filter::default() }),
+        )
+    }
+
     /// This bus as the sink of upstream and downstream frame taps.
     pub fn frame_sink(&self) -> Arc<dyn FrameSink> {
         Arc::new(self.clone())
@@ -450,6 +457,21 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.bus.listeners.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A [`Subscription`] to frames only (see [`EventBus::subscribe_frames`]).
+#[derive(Debug)]
+pub struct FrameSubscription(Subscription);
+
+impl FrameSubscription {
+    /// The next frame; errors as [`Subscription::recv`].
+    pub async fn recv(&mut self) -> Result<FrameEvent, RecvError> {
+        loop {
+            if let Event::Frame { frame } = self.0.recv().await?.as_ref() {
+                return Ok((**frame).clone());
+            }
+        }
     }
 }
 

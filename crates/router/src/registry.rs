@@ -28,7 +28,7 @@ use switchboard_transport::http::{HttpConfig, HttpUpstream};
 use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
 use switchboard_transport::ws::{WsConfig, WsUpstream};
 use switchboard_transport::{
-    ConnectOptions, Exchange, FrameBus, Handshake, HandshakeFailure, McpClient, Tap, Upstream, UpstreamEvent,
+    ConnectOptions, Exchange, Handshake, HandshakeFailure, McpClient, Tap, Upstream, UpstreamEvent,
     UpstreamStatus,
 };
 use switchboard_wire::{Era, ErrorObject, Message, error_code, method};
@@ -251,7 +251,6 @@ struct Inner {
     servers: RwLock<BTreeMap<String, Arc<ServerEntry>>>,
     store: Option<Store>,
     events: EventBus,
-    frames: FrameBus,
     tracker: TaskTracker,
     cancel: CancellationToken,
     changed: Notify,
@@ -333,7 +332,7 @@ impl Registry {
     ) -> Option<Arc<McpClient>> {
         let mut cfg = HttpConfig::new(url.to_owned());
         cfg.headers = headers.clone();
-        let tap = self.inner.frames.tap("upstream", &entry.spec.name, "http");
+        let tap = Tap::new(self.inner.events.frame_sink(), "upstream", &entry.spec.name, "http");
         let up = HttpUpstream::new(cfg, tap, entry.cancel.child_token()).ok()?;
         let mut options = self.inner.connect_options(entry);
         options.client_capabilities = caps.clone();
@@ -367,7 +366,6 @@ impl Registry {
         config: RegistryConfig,
         store: Option<Store>,
         events: EventBus,
-        frames: FrameBus,
         cancel: CancellationToken,
     ) -> Self {
         Registry {
@@ -378,7 +376,6 @@ impl Registry {
                 servers: RwLock::new(BTreeMap::new()),
                 store,
                 events,
-                frames,
                 tracker: TaskTracker::new(),
                 cancel,
                 changed: Notify::new(),
@@ -956,7 +953,7 @@ enum Next {
 
 async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
     let kind = entry.spec.transport.kind();
-    let tap = inner.frames.tap("upstream", &entry.spec.name, kind.as_str());
+    let tap = Tap::new(inner.events.frame_sink(), "upstream", &entry.spec.name, kind.as_str());
     let stdio = match &entry.spec.transport {
         TransportSpec::Stdio { command, args, env, cwd } => {
             let mut cfg = StdioConfig::new(command.clone(), args.clone());

@@ -13,7 +13,6 @@ use switchboard_fixtures::Fixture;
 use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
-use switchboard_transport::FrameBus;
 use tokio_util::sync::CancellationToken;
 
 use crate::endpoint::{Mcp, request};
@@ -103,13 +102,7 @@ async fn bridged(hints: bool) -> Bridged {
     if !hints {
         url = hint_stripping_relay(&url, stop.clone()).await;
     }
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(100),
-        FrameBus::default(),
-        stop.child_token(),
-    );
+    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(100), stop.child_token());
     let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
     registry.add(spec).await.unwrap();
     registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
@@ -238,13 +231,7 @@ async fn a_forgotten_upstream_session_is_reopened() {
         let first = first.clone();
         async move { f.serve(first).await }
     });
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(100),
-        FrameBus::default(),
-        stop.child_token(),
-    );
+    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(100), stop.child_token());
     let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
     registry.add(spec).await.unwrap();
     registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();

@@ -160,7 +160,7 @@ async fn websocket_messages_get_the_mirrored_parameter_headers() {
 #[tokio::test]
 async fn closing_a_websocket_cancels_its_calls_upstream() {
     let env = start(|_, _| {}).await;
-    let mut frames = env.frames.subscribe();
+    let mut frames = env.frames.subscribe_frames();
     let mut ws = ws_connect(&env.ws_url).await;
     let slow = request(
         1,
@@ -177,7 +177,7 @@ async fn closing_a_websocket_cancels_its_calls_upstream() {
 #[tokio::test]
 async fn stdio_cancellation_and_client_responses() {
     let env = start(|_, _| {}).await;
-    let mut frames = env.frames.subscribe();
+    let mut frames = env.frames.subscribe_frames();
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (server_r, server_w) = tokio::io::split(server);
     tokio::spawn(switchboard_app::downstream::stdio::serve(

@@ -16,7 +16,6 @@ use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{Event, EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_store::{Store, TraceRecord};
-use switchboard_transport::FrameBus;
 use tokio_util::sync::CancellationToken;
 
 pub const VERSION: &str = "2026-07-28";
@@ -28,7 +27,7 @@ pub struct Env {
     pub ws_url: String,
     pub http: reqwest::Client,
     pub stop: CancellationToken,
-    pub frames: FrameBus,
+    pub frames: EventBus,
     pub registry: Registry,
     pub store: Store,
     /// The in-process adapter stdio clients use.
@@ -63,14 +62,8 @@ pub async fn start_with(
     tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig),
 ) -> Env {
     let stop = CancellationToken::new();
-    let frames = FrameBus::new(10_000);
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(1000),
-        frames.clone(),
-        stop.child_token(),
-    );
+    let frames = EventBus::new(10_000);
+    let registry = Registry::new(RegistryConfig::default(), None, frames.clone(), stop.child_token());
     for (name, era, profile) in fixtures {
         let url = fixture(*era, *profile, stop.clone()).await;
         let spec = spec_from_toml(name, ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
@@ -177,9 +170,7 @@ impl Env {
 }
 
 /// Waits (bounded) until the upstream leg carries a `notifications/cancelled` frame.
-pub async fn expect_upstream_cancel(
-    frames: &mut tokio::sync::broadcast::Receiver<switchboard_transport::FrameEvent>,
-) {
+pub async fn expect_upstream_cancel(frames: &mut switchboard_router::events::FrameSubscription) {
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match frames.recv().await {
@@ -234,7 +225,7 @@ async fn bearer_token_guards_the_mcp_endpoint() {
 #[tokio::test]
 async fn a_call_past_the_deadline_is_an_error_naming_the_upstream_and_is_cancelled_upstream() {
     let env = start(|e, _| e.call_timeout = Duration::from_millis(1500)).await;
-    let mut frames = env.frames.subscribe();
+    let mut frames = env.frames.subscribe_frames();
     // JSON answer (no progress token: nothing reaches the client before the deadline).
     let body =
         request(1, "tools/call", json!({"name": "beta__slow", "arguments": {"ms": 60000, "steps": 1}}));

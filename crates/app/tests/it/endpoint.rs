@@ -12,7 +12,6 @@ use switchboard_fixtures::Fixture;
 use switchboard_fixtures::config::{Era, FixtureConfig, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
-use switchboard_transport::FrameBus;
 use tokio_util::sync::CancellationToken;
 
 const VERSION: &str = "2026-07-28";
@@ -26,7 +25,7 @@ pub(crate) struct Mcp {
 struct Env {
     mcp: Mcp,
     stop: CancellationToken,
-    frames: FrameBus,
+    frames: EventBus,
     beta_stop: CancellationToken,
     _dir: tempfile::TempDir,
     _registry: Registry,
@@ -64,17 +63,11 @@ async fn start() -> Env {
 
 async fn start_with(endpoint: EndpointConfig) -> Env {
     let stop = CancellationToken::new();
-    let frames = FrameBus::new(10_000);
+    let frames = EventBus::new(10_000);
     let alpha = fixture(Era::Both, &stop).await;
     let beta_stop = stop.child_token();
     let beta = fixture_until(Era::Legacy, beta_stop.clone()).await;
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(1000),
-        frames.clone(),
-        stop.child_token(),
-    );
+    let registry = Registry::new(RegistryConfig::default(), None, frames.clone(), stop.child_token());
     for (name, url) in [("alpha", alpha), ("beta", beta)] {
         let spec = spec_from_toml(name, ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
         registry.add(spec).await.unwrap();
@@ -180,6 +173,42 @@ async fn calls_reach_their_own_upstream_including_the_legacy_one() {
 }
 
 #[tokio::test]
+async fn both_legs_of_a_call_are_on_the_event_stream_with_one_correlation_id() {
+    let env = start().await;
+    for (id, name, upstream) in [(11, "alpha__echo", "alpha"), (12, "beta__echo", "beta")] {
+        let mut frames = env.frames.subscribe_frames();
+        let body = request(id, "tools/call", json!({"name": name, "arguments": {"text": "x"}}));
+        let (status, _) = env.call(&body).await;
+        assert_eq!(status, 200);
+        let mut client = None;
+        let mut upstream_out = None;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while client.is_none() || upstream_out.is_none() {
+            let f = tokio::time::timeout_at(deadline, frames.recv())
+                .await
+                .expect("both frames within 10 s")
+                .expect("frame");
+            if f.method.as_deref() != Some("tools/call") {
+                continue;
+            }
+            match (f.leg, f.direction) {
+                ("downstream", switchboard_transport::Direction::In) => client = Some(f),
+                ("upstream", switchboard_transport::Direction::Out) => upstream_out = Some(f),
+                _ => {}
+            }
+        }
+        let (client, up) = (client.unwrap(), upstream_out.unwrap());
+        assert_eq!(up.peer.as_ref(), upstream);
+        assert!(client.body.contains(name), "{}", client.body);
+        assert!(client.correlation.is_some());
+        assert_eq!(
+            client.correlation, up.correlation,
+            "the upstream frame names the client request it serves"
+        );
+    }
+}
+
+#[tokio::test]
 async fn slow_call_streams_progress_then_the_result() {
     let env = start().await;
     let body = request(
@@ -262,7 +291,7 @@ async fn tools_list_pages_with_opaque_cursors() {
 #[tokio::test]
 async fn closing_the_stream_cancels_upstream() {
     let env = start().await;
-    let mut frames = env.frames.subscribe();
+    let mut frames = env.frames.subscribe_frames();
     let body = request(
         1,
         "tools/call",
@@ -685,7 +714,7 @@ async fn legacy_session_is_served_by_a_second_instance_with_the_same_key() {
 async fn legacy_cancelled_notification_stops_the_call_on_this_instance() {
     let env = start().await;
     let sid = env.legacy_initialize().await;
-    let mut frames = env.frames.subscribe();
+    let mut frames = env.frames.subscribe_frames();
     let body = legacy_request(
         7,
         "tools/call",
@@ -737,9 +766,7 @@ async fn rmcp_legacy_client_lists_and_calls_through_the_router() {
 }
 
 /// Waits (bounded) until the upstream leg carries a `notifications/cancelled` frame.
-async fn expect_upstream_cancel(
-    frames: &mut tokio::sync::broadcast::Receiver<switchboard_transport::FrameEvent>,
-) {
+async fn expect_upstream_cancel(frames: &mut switchboard_router::events::FrameSubscription) {
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match frames.recv().await {
@@ -842,13 +869,7 @@ async fn a_legacy_upstreams_question_becomes_a_sealed_single_use_input_request()
         let stop = stop.clone();
         async move { f.serve(stop).await }
     });
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(100),
-        FrameBus::default(),
-        stop.child_token(),
-    );
+    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(100), stop.child_token());
     let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
     registry.add(spec).await.unwrap();
     registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
@@ -960,13 +981,7 @@ async fn unknown_mcp_param_headers_are_forwarded_upstream() {
     let stop = CancellationToken::new();
     let upstream = fixture(Era::Both, &stop).await;
     let (relayed, seen) = recording_relay(upstream, stop.clone()).await;
-    let registry = Registry::new(
-        RegistryConfig::default(),
-        None,
-        EventBus::new(100),
-        FrameBus::default(),
-        stop.child_token(),
-    );
+    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(100), stop.child_token());
     let spec = spec_from_toml("fx", ServerToml { url: Some(relayed), ..Default::default() }, "test").unwrap();
     registry.add(spec).await.unwrap();
     registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();

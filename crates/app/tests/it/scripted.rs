@@ -15,7 +15,7 @@ use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::registry::BuiltinConnector;
 use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_transport::pipe::PipeUpstream;
-use switchboard_transport::{FrameBus, Tap, Upstream};
+use switchboard_transport::{Tap, Upstream};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -187,13 +187,8 @@ impl ScriptedEnv {
     pub async fn start() -> ScriptedEnv {
         let stop = CancellationToken::new();
         let script = Script::new();
-        let registry = Registry::new(
-            RegistryConfig::default(),
-            None,
-            EventBus::new(1000),
-            FrameBus::default(),
-            stop.child_token(),
-        );
+        let registry =
+            Registry::new(RegistryConfig::default(), None, EventBus::new(1000), stop.child_token());
         registry.set_builtins(Arc::new(script.clone()));
         let spec =
             spec_from_toml("sc", ServerToml { builtin: Some("sc".into()), ..Default::default() }, "test")

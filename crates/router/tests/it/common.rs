@@ -8,7 +8,6 @@ use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::{Event, EventBus, Registry, RegistryConfig, ServerSpec};
 use switchboard_store::{Store, StoreConfig};
-use switchboard_transport::FrameBus;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -116,8 +115,7 @@ pub async fn harness(config: RegistryConfig) -> Harness {
         Store::open(&StoreConfig { path: dir.path().join("sb.db"), ..Default::default() }).await.unwrap();
     let bus = EventBus::new(10_000);
     let events = bus.subscribe();
-    let registry =
-        Registry::new(config, Some(store.clone()), bus, FrameBus::default(), CancellationToken::new());
+    let registry = Registry::new(config, Some(store.clone()), bus, CancellationToken::new());
     Harness { registry, store, events, _dir: dir }
 }
 

@@ -13,7 +13,7 @@ use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::registry::BuiltinConnector;
 use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_transport::pipe::PipeUpstream;
-use switchboard_transport::{FrameBus, Tap, Upstream};
+use switchboard_transport::{Tap, Upstream};
 use switchboard_wire::Message;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -73,8 +73,7 @@ impl BuiltinConnector for CountingServer {
 async fn ttl_zero_is_not_a_polling_period_and_on_demand_refreshes_coalesce() {
     let period = Duration::from_secs(60);
     let config = RegistryConfig { refresh_interval: period, ..RegistryConfig::default() };
-    let registry =
-        Registry::new(config, None, EventBus::new(1000), FrameBus::default(), CancellationToken::new());
+    let registry = Registry::new(config, None, EventBus::new(1000), CancellationToken::new());
     let lists = Arc::new(AtomicUsize::new(0));
     registry.set_builtins(Arc::new(CountingServer { lists: lists.clone() }));
     let spec =
