@@ -580,48 +580,31 @@ pub async fn post(
     };
     // The client's frame on the event stream, and its correlation id on every upstream frame
     // it causes (the forwarding below runs inside `correlated`).
-    let correlation = next_correlation();
-    if let Some(r) = &registry {
-        r.events().publish_with(|| client_frame(&msg, &bytes, correlation));
-    }
-    switchboard_transport::correlated(correlation, dispatch(registry, config, request_headers, msg)).await
+    switchboard_transport::correlated(next_correlation(), async move {
+        if let Some(r) = &registry
+            && r.events().active()
+        {
+            let client = msg
+                .meta()
+                .and_then(|m| m.get(meta::CLIENT_INFO))
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("client");
+            switchboard_transport::Tap::new(r.events().frame_sink(), "downstream", client, "http").record(
+                switchboard_transport::Direction::In,
+                &msg,
+                &bytes,
+            );
+        }
+        dispatch(registry, config, request_headers, msg).await
+    })
+    .await
 }
 
 /// A process-unique id tying a client request to the upstream requests it causes.
 fn next_correlation() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-/// The event of a client's frame arriving on the downstream leg.
-fn client_frame(msg: &Message, bytes: &[u8], correlation: u64) -> switchboard_router::Event {
-    let at_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0);
-    switchboard_router::Event::Frame {
-        frame: Box::new(switchboard_transport::FrameEvent {
-            leg: "downstream",
-            peer: Arc::from(
-                msg.meta()
-                    .and_then(|m| m.get(meta::CLIENT_INFO))
-                    .and_then(|c| c.get("name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("client"),
-            ),
-            transport: "http",
-            direction: switchboard_transport::Direction::In,
-            size: bytes.len(),
-            kind: msg.kind(),
-            method: msg.method().map(str::to_owned),
-            id: msg.id(),
-            correlation: Some(correlation),
-            sse_id: None,
-            ws_frame: None,
-            at_us,
-            body: Arc::from(String::from_utf8_lossy(bytes).as_ref()),
-        }),
-    }
 }
 
 /// Handles one parsed client message by revision.
@@ -751,18 +734,6 @@ pub(crate) fn ready_catalogs(
         .collect()
 }
 
-/// What kind of JSON value `v` is, for error messages.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn encode_cursor(offset: usize) -> String {
     URL_SAFE_NO_PAD.encode(offset.to_string())
 }
@@ -823,7 +794,7 @@ impl Handler {
             return self.error(
                 StatusCode::BAD_REQUEST,
                 error_code::INVALID_PARAMS,
-                format!("params.name must be a string, not {}", json_kind(name)),
+                format!("params.name must be a string, not {}", switchboard_wire::message::json_type(name)),
             );
         }
         // Mirrored parameters of the called tool, when it is known.
@@ -1189,7 +1160,10 @@ impl Handler {
                 return self.error(
                     StatusCode::OK,
                     error_code::INVALID_PARAMS,
-                    format!("params.name must be a string (the {kind}'s name), not {}", json_kind(other)),
+                    format!(
+                        "params.name must be a string (the {kind}'s name), not {}",
+                        switchboard_wire::message::json_type(other)
+                    ),
                 );
             }
         };

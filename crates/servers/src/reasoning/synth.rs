@@ -453,6 +453,25 @@ pub fn used_sections<'a>(
     sorted
 }
 
+/// Keeps the plan on one component: of `sections` (one family, best first), those about the
+/// component the vision report names when a section is about exactly it, else those about the
+/// best section's component. The others come back as alternatives, to be named, not merged:
+/// a neutral-bar lug's plan does not carry the steps of a terminal block and an MV
+/// termination just because all three are terminations.
+pub fn focus_sections<'a>(
+    sections: Vec<&'a SectionInput>,
+    component: Option<&str>,
+) -> (Vec<&'a SectionInput>, Vec<&'a SectionInput>) {
+    let named = component.filter(|k| sections.iter().any(|s| s.kind == *k));
+    let Some(focus) = named.map(str::to_owned).or_else(|| sections.first().map(|s| s.kind.clone())) else {
+        return (sections, Vec::new());
+    };
+    if focus.is_empty() {
+        return (sections, Vec::new());
+    }
+    sections.into_iter().partition(|s| s.kind == focus)
+}
+
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
@@ -500,7 +519,9 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
     let action = sev.action.clone().unwrap_or_default();
     let criterion = sev.criterion.clone().unwrap_or_default();
     let (group, mode) = diagnosis(vision, knowledge, &equipment);
-    let sections = used_sections(knowledge, group.as_deref(), mode.as_deref());
+    let component = vision.component.as_ref().map(|c| c.kind.as_str());
+    let (sections, alternatives) =
+        focus_sections(used_sections(knowledge, group.as_deref(), mode.as_deref()), component);
     let no_finding = match (&band, &class) {
         _ if !assessed => vision.failure_mode.as_ref().is_some_and(|f| f.kind == "none"),
         (Some(b), _) => b == "none",
@@ -593,6 +614,21 @@ pub fn synthesize(vision: &VisionInput, knowledge: &KnowledgeInput, context: Opt
             for step in &s.steps {
                 steps.push(step.clone(), (&s.id, &s.title), &g, &safety);
             }
+        }
+        if let (Some(first), Some(alt)) = (sections.first(), alternatives.first()) {
+            let others: Vec<String> =
+                alternatives.iter().map(|a| format!("{} ({})", a.kind.replace('-', " "), a.title)).collect();
+            steps.push(
+                format!(
+                    "If the hot part is not a {} but another {}, use the manual's section for it instead: {}.",
+                    first.kind.replace('-', " "),
+                    alt.group(),
+                    others.join("; ")
+                ),
+                (&alt.id, &alt.title),
+                &alt.group(),
+                &safety,
+            );
         }
         if assessed || !sections.is_empty() {
             steps.method(
@@ -780,6 +816,31 @@ mod tests {
         assert!(p.parts.is_empty());
         let p = synthesize(&VisionInput::default(), &KnowledgeInput::default(), None);
         assert_eq!(p.confidence, round2(0.5 * NO_KNOWLEDGE_FACTOR));
+    }
+
+    #[test]
+    fn a_plan_stays_on_one_component_of_its_family() {
+        let section = |id: &str, kind: &str, score: f64| SectionInput {
+            id: id.into(),
+            title: id.into(),
+            kind: kind.into(),
+            group: "termination".into(),
+            score,
+            ..SectionInput::default()
+        };
+        let (neutral, block, mv) = (
+            section("lug-neutral-bar-terminal", "neutral-bar", 0.815),
+            section("lug-control-terminal-block", "terminal-block", 0.782),
+            section("cable-mv-termination", "cable-termination", 0.778),
+        );
+        let ids = |v: &[&SectionInput]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+        // A generic component: the best section's component, the others as alternatives.
+        let (used, alt) = focus_sections(vec![&neutral, &block, &mv], Some("termination"));
+        assert_eq!(ids(&used), ["lug-neutral-bar-terminal"]);
+        assert_eq!(ids(&alt), ["lug-control-terminal-block", "cable-mv-termination"]);
+        // A component the vision report names wins over a better-scored neighbour.
+        let (used, _) = focus_sections(vec![&neutral, &block, &mv], Some("terminal-block"));
+        assert_eq!(ids(&used), ["lug-control-terminal-block"]);
     }
 
     #[test]
