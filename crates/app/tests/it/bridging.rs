@@ -121,16 +121,7 @@ async fn bridged(hints: bool) -> Bridged {
 /// the one question asked with the round's own answer.
 async fn multi_round(env: &Bridged) -> (Vec<String>, Value) {
     let tool = "test_input_required_result_multi_round";
-    let call = |id: u64, extra: Value| {
-        let mut body = request(id, "tools/call", json!({"name": tool, "arguments": {}}));
-        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
-        if let Value::Object(extra) = extra {
-            for (k, v) in extra {
-                body["params"][k] = v;
-            }
-        }
-        body
-    };
+    let call = |id: u64, extra: Value| crate::endpoint::eliciting_call(id, tool, extra);
     let mut keys = Vec::new();
     let (_, r1) = env.mcp.call(&call(1, json!({}))).await;
     assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");

@@ -91,6 +91,19 @@ async fn start_with(endpoint: EndpointConfig) -> Env {
     }
 }
 
+/// A 2026-07-28 `tools/call` of `tool` (no arguments) from a client that can answer elicitation,
+/// with `extra` merged into its params (`inputResponses`, `requestState` of a retry).
+pub(crate) fn eliciting_call(id: u64, tool: &str, extra: Value) -> Value {
+    let mut body = request(id, "tools/call", json!({"name": tool, "arguments": {}}));
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            body["params"][k] = v;
+        }
+    }
+    body
+}
+
 pub(crate) fn request(id: u64, method: &str, mut params: Value) -> Value {
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
@@ -883,16 +896,7 @@ async fn a_legacy_upstreams_question_becomes_a_sealed_single_use_input_request()
     tokio::spawn(serve(listener, app, stop.child_token()));
 
     let tool = "test_input_required_result_request_state";
-    let ask = |id: u64, extra: Value| {
-        let mut body = request(id, "tools/call", json!({"name": tool, "arguments": {}}));
-        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
-        if let Value::Object(extra) = extra {
-            for (k, v) in extra {
-                body["params"][k] = v;
-            }
-        }
-        body
-    };
+    let ask = |id: u64, extra: Value| eliciting_call(id, tool, extra);
     let (status, r) = mcp.call(&ask(1, json!({}))).await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
