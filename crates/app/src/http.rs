@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util_compat::StreamAdapter;
@@ -19,10 +19,11 @@ use switchboard_router::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::blobs::{BlobError, BlobStore};
+use switchboard_gateway::{Gateway, GatewayConfig};
+
 use crate::downstream::Adapter;
-use crate::downstream::ws::WsState;
-use crate::edge::{Edge, EdgeConfig};
-use crate::endpoint::{self, EndpointConfig};
+use crate::edge::EdgeConfig;
+use crate::endpoint::EndpointConfig;
 pub use crate::listener::ListenerConfig;
 
 /// Shared state of the listener.
@@ -77,8 +78,9 @@ async fn put_blob(State(s): State<Arc<HttpState>>, body: Body) -> Response {
     }
 }
 
-/// The axum application.
-pub fn router(state: HttpState) -> Router {
+/// The axum application without the bearer token: `/healthz`, blobs, the server list and the
+/// gateway's `/mcp` (with its edge: deadlines, traces, WebSocket upgrades).
+pub fn router_with(state: HttpState, gateway: &Gateway) -> Router {
     let limit = usize::try_from(state.blobs.limit()).unwrap_or(usize::MAX);
     let state = Arc::new(state);
     Router::new()
@@ -86,47 +88,38 @@ pub fn router(state: HttpState) -> Router {
         .route("/blobs/{id}", get(get_blob))
         .route("/blobs", post(put_blob).layer(DefaultBodyLimit::max(limit)))
         .route(
-            "/mcp",
-            post(|State(s): State<Arc<HttpState>>, headers: HeaderMap, body: Body| async move {
-                endpoint::post(s.registry.clone(), s.endpoint.clone(), headers, body).await
-            })
-            .get(|State(s): State<Arc<HttpState>>, headers: HeaderMap| async move {
-                endpoint::get(s.registry.clone(), s.endpoint.clone(), headers).await
-            })
-            .delete(|State(s): State<Arc<HttpState>>, headers: HeaderMap| async move {
-                endpoint::delete(s.endpoint.clone(), headers).await
-            }),
-        )
-        .route(
             "/api/servers",
             get(|State(s): State<Arc<HttpState>>| async move {
                 axum::Json(s.registry.as_ref().map(|r| r.servers()).unwrap_or_default())
             }),
         )
         .with_state(state)
+        .merge(gateway.router())
 }
 
-/// The listener with its edge: [`router`] plus, on `/mcp`, deadlines and traces
-/// ([`crate::edge`]), WebSocket upgrades ([`crate::downstream::ws`]) and the bearer token
-/// ([`crate::auth`]). Also returns the in-process [`Adapter`] for stdio clients; it (like
-/// WebSocket messages) enters below the token check. `cancel` closes WebSocket connections.
-pub fn app(state: HttpState, edge: EdgeConfig, cancel: CancellationToken) -> (Router, Adapter) {
-    let registry = state.registry.clone();
-    let endpoint = state.endpoint.clone();
-    let token = edge.token.clone();
-    let observed = Arc::new(Edge { config: edge, registry: registry.clone(), endpoint: endpoint.clone() });
-    let inner = router(state).layer(axum::middleware::from_fn_with_state(observed, crate::edge::observe));
-    let adapter = Adapter::new(inner.clone(), registry, endpoint.clone(), endpoint.body_limit);
-    let ws = WsState {
-        adapter: adapter.clone(),
-        allowed_origins: Arc::new(endpoint.allowed_origins.clone()),
-        cancel,
-    };
-    let mut outer = inner.layer(axum::middleware::from_fn_with_state(ws, crate::downstream::ws::upgrade));
+/// [`router_with`] over a gateway with default edge settings (no traces).
+pub fn router(state: HttpState) -> Router {
+    let config = GatewayConfig { endpoint: (*state.endpoint).clone(), edge: EdgeConfig::default() };
+    let gateway = Gateway::new(state.registry.clone(), config, CancellationToken::new());
+    router_with(state, &gateway)
+}
+
+/// The listener: [`router_with`] behind the bearer token ([`crate::auth`]) when one is set.
+/// Also returns the in-process [`Adapter`] for stdio clients; it (like WebSocket messages)
+/// enters below the token check. `cancel` closes WebSocket connections.
+pub fn app(
+    state: HttpState,
+    edge: EdgeConfig,
+    token: Option<crate::auth::BearerToken>,
+    cancel: CancellationToken,
+) -> (Router, Adapter) {
+    let config = GatewayConfig { endpoint: (*state.endpoint).clone(), edge };
+    let gateway = Gateway::new(state.registry.clone(), config, cancel);
+    let mut outer = router_with(state, &gateway);
     if let Some(token) = token {
         outer = outer.layer(axum::middleware::from_fn_with_state(token, crate::auth::require));
     }
-    (outer, adapter)
+    (outer, gateway.adapter().clone())
 }
 
 /// Serves `app` on `listener` with the default [`ListenerConfig`] until `cancel` fires (see

@@ -93,10 +93,9 @@ fn build(
     let edge = crate::edge::EdgeConfig {
         call_timeout: config.call_timeout,
         traces: Some(traces),
-        token,
         ..Default::default()
     };
-    Ok(crate::http::app(state, edge, cancel))
+    Ok(crate::http::app(state, edge, token, cancel))
 }
 
 /// The warning for a listener reachable from other machines without a token, if `addr` is one.

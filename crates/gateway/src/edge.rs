@@ -75,20 +75,13 @@ pub struct EdgeConfig {
     pub call_timeout: Duration,
     /// Where trace records go; `None` records nothing.
     pub traces: Option<TraceSink>,
-    /// The bearer token every data route requires; `None` leaves them open.
-    pub token: Option<crate::auth::BearerToken>,
     /// Largest JSON answer passed on (see [`MAX_ANSWER_BYTES`]).
     pub answer_limit: usize,
 }
 
 impl Default for EdgeConfig {
     fn default() -> Self {
-        EdgeConfig {
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            traces: None,
-            token: None,
-            answer_limit: MAX_ANSWER_BYTES,
-        }
+        EdgeConfig { call_timeout: DEFAULT_CALL_TIMEOUT, traces: None, answer_limit: MAX_ANSWER_BYTES }
     }
 }
 
@@ -109,7 +102,7 @@ fn too_large_error(id: Option<Id>, method: &str, limit: usize) -> Message {
 /// State of the edge middleware.
 #[derive(Clone)]
 pub struct Edge {
-    /// Deadline, traces and token.
+    /// Deadline and traces.
     pub config: EdgeConfig,
     /// The registry, to name the upstream of a call that timed out before routing.
     pub registry: Option<Registry>,

@@ -54,7 +54,7 @@ async fn ws_until(ws: &mut Ws, id: Value) -> Vec<Value> {
 
 #[tokio::test]
 async fn websocket_client_in_both_eras_with_concurrent_requests() {
-    let env = start(|_, _| {}).await;
+    let env = start(|_, _, _| {}).await;
     // A plain GET keeps its answer.
     assert_eq!(env.http.get(&env.url).send().await.unwrap().status(), 405);
 
@@ -142,7 +142,7 @@ async fn websocket_client_in_both_eras_with_concurrent_requests() {
 #[tokio::test]
 async fn websocket_messages_get_the_mirrored_parameter_headers() {
     use switchboard_fixtures::config::{Era, Profile};
-    let env = crate::edge::start_with(&[("conf", Era::Modern, Profile::Conformance)], |_, _| {}).await;
+    let env = crate::edge::start_with(&[("conf", Era::Modern, Profile::Conformance)], |_, _, _| {}).await;
     let mut ws = ws_connect(&env.ws_url).await;
     // `test_custom_header` mirrors `value` into Mcp-Param-Value; the endpoint rejects a call
     // without that header (-32020), so a result shows the adapter derived it from the schema.
@@ -159,7 +159,7 @@ async fn websocket_messages_get_the_mirrored_parameter_headers() {
 
 #[tokio::test]
 async fn closing_a_websocket_cancels_its_calls_upstream() {
-    let env = start(|_, _| {}).await;
+    let env = start(|_, _, _| {}).await;
     let mut frames = env.frames.subscribe_frames();
     let mut ws = ws_connect(&env.ws_url).await;
     let slow = request(
@@ -176,7 +176,7 @@ async fn closing_a_websocket_cancels_its_calls_upstream() {
 
 #[tokio::test]
 async fn stdio_cancellation_and_client_responses() {
-    let env = start(|_, _| {}).await;
+    let env = start(|_, _, _| {}).await;
     let mut frames = env.frames.subscribe_frames();
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (server_r, server_w) = tokio::io::split(server);
@@ -527,7 +527,7 @@ async fn serve_stdio_with_the_default_config() {
 
 #[tokio::test]
 async fn a_legacy_websocket_session_hears_list_changes() {
-    let env = start(|_, _| {}).await;
+    let env = start(|_, _, _| {}).await;
     let mut ws = ws_connect(&env.ws_url).await;
     ws_send(&mut ws, &legacy_initialize(0, "ws-listener")).await;
     ws_until(&mut ws, json!(0)).await;

@@ -51,15 +51,18 @@ async fn fixture(era: Era, profile: Profile, stop: CancellationToken) -> String 
     url
 }
 
-/// Starts alpha, beta, a registry, a trace store and the listener; `tune` adjusts the edge.
-pub async fn start(tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig)) -> Env {
+/// Starts alpha, beta, a registry, a trace store and the listener; `tune` adjusts the edge,
+/// the traces and the bearer token.
+pub async fn start(
+    tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig, &mut Option<switchboard_app::auth::BearerToken>),
+) -> Env {
     start_with(&[("alpha", Era::Both, Profile::Basic), ("beta", Era::Legacy, Profile::Basic)], tune).await
 }
 
 /// Like [`start`] with the given upstream fixtures (name, era, catalogue).
 pub async fn start_with(
     fixtures: &[(&str, Era, Profile)],
-    tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig),
+    tune: impl FnOnce(&mut EdgeConfig, &mut TracesConfig, &mut Option<switchboard_app::auth::BearerToken>),
 ) -> Env {
     let stop = CancellationToken::new();
     let frames = EventBus::new(10_000);
@@ -74,7 +77,8 @@ pub async fn start_with(
     }
     let mut edge = EdgeConfig::default();
     let mut traces = TracesConfig::default();
-    tune(&mut edge, &mut traces);
+    let mut token = None;
+    tune(&mut edge, &mut traces, &mut token);
     let store = Store::open_in_memory().await.unwrap();
     let (sink, _writer) =
         TraceSink::spawn(Some(store.clone()), Some(registry.events().clone()), &traces, stop.child_token());
@@ -83,7 +87,7 @@ pub async fn start_with(
     let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
     let state =
         HttpState { blobs, registry: Some(registry.clone()), endpoint: Arc::new(EndpointConfig::default()) };
-    let (router, adapter) = app(state, edge, stop.child_token());
+    let (router, adapter) = app(state, edge, token, stop.child_token());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, router, stop.child_token()));
@@ -186,7 +190,7 @@ pub async fn expect_upstream_cancel(frames: &mut switchboard_router::events::Fra
 
 #[tokio::test]
 async fn bearer_token_guards_the_mcp_endpoint() {
-    let env = start(|e, _| e.token = switchboard_app::auth::BearerToken::new("s3cret")).await;
+    let env = start(|_, _, t| *t = switchboard_app::auth::BearerToken::new("s3cret")).await;
     let discover = request(1, "server/discover", json!({}));
 
     let r = env.post(&discover).send().await.unwrap();
@@ -224,7 +228,7 @@ async fn bearer_token_guards_the_mcp_endpoint() {
 
 #[tokio::test]
 async fn a_call_past_the_deadline_is_an_error_naming_the_upstream_and_is_cancelled_upstream() {
-    let env = start(|e, _| e.call_timeout = Duration::from_millis(1500)).await;
+    let env = start(|e, _, _| e.call_timeout = Duration::from_millis(1500)).await;
     let mut frames = env.frames.subscribe_frames();
     // JSON answer (no progress token: nothing reaches the client before the deadline).
     let body =
@@ -271,7 +275,7 @@ async fn a_call_past_the_deadline_is_an_error_naming_the_upstream_and_is_cancell
 
 #[tokio::test]
 async fn requests_produce_traces_on_the_bus_and_in_the_store() {
-    let env = start(|_, _| {}).await;
+    let env = start(|_, _, _| {}).await;
     let mut bus = env.registry.events().subscribe();
     let (_, v) = env.call(env.post(&request(1, "server/discover", json!({})))).await;
     assert!(v["result"].is_object(), "{v}");
@@ -350,7 +354,7 @@ async fn requests_produce_traces_on_the_bus_and_in_the_store() {
 
 #[tokio::test]
 async fn stored_traces_stay_within_the_bound() {
-    let env = start(|_, t| t.keep = 5).await;
+    let env = start(|_, t, _| t.keep = 5).await;
     for id in 0..12 {
         let (status, _) = env.call(env.post(&request(id, "tools/list", json!({})))).await;
         assert_eq!(status, 200);
@@ -430,7 +434,7 @@ async fn serve_token_env_requires_the_variable_and_then_the_token() {
 /// turn goes to the client.
 #[tokio::test]
 async fn waiting_for_the_clients_answer_does_not_count_against_the_deadline() {
-    let env = start_with(&[("fx", Era::Both, Profile::Conformance)], |e, _| {
+    let env = start_with(&[("fx", Era::Both, Profile::Conformance)], |e, _, _| {
         e.call_timeout = Duration::from_millis(800);
     })
     .await;

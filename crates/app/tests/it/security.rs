@@ -38,7 +38,7 @@ async fn legacy_post(
 /// different sessions, and ending one leaves the other 49 working.
 #[tokio::test]
 async fn concurrent_identical_initializes_get_distinct_sessions() {
-    let env = start(|_, _| {}).await;
+    let env = start(|_, _, _| {}).await;
     let init = legacy_initialize(0, "twin");
     let sids: Vec<String> = futures::future::join_all((0..50).map(|_| {
         let (http, url, init) = (env.http.clone(), env.url.clone(), init.clone());
@@ -150,7 +150,7 @@ async fn instances_with_the_same_configured_key_share_sessions() {
 /// health does not.
 #[tokio::test]
 async fn bearer_token_guards_blobs_and_the_server_list() {
-    let env = start(|e, _| e.token = switchboard_app::auth::BearerToken::new("t0ken")).await;
+    let env = start(|_, _, t| *t = switchboard_app::auth::BearerToken::new("t0ken")).await;
     let base = env.url.trim_end_matches("/mcp").to_owned();
     let put = || env.http.post(format!("{base}/blobs")).body(b"thermal bytes".to_vec());
     let r = put().send().await.unwrap();
@@ -211,7 +211,7 @@ async fn listening_beyond_loopback_without_a_token_warns() {
 /// An answer larger than the edge's limit is replaced by an error naming the limit.
 #[tokio::test]
 async fn an_answer_over_the_edge_limit_is_a_clear_error() {
-    let env = start(|e, _| e.answer_limit = 4096).await;
+    let env = start(|e, _, _| e.answer_limit = 4096).await;
     let small = request(1, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "hi"}}));
     let (status, v) = env.call(env.post(&small)).await;
     assert_eq!((status, &v["result"]["structuredContent"]["text"]), (200, &json!("hi")), "{v}");
