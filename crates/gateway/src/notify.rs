@@ -5,7 +5,9 @@
 //! resources differ from what it saw last, it publishes the matching `list_changed`. Notes go
 //! to every listener: 2026-07-28 clients on their `subscriptions/listen` streams (filtered
 //! and tagged with the subscription id) and 2025-11-25 sessions on their `GET` stream, with
-//! SSE event ids and a bounded replay buffer for `Last-Event-ID`.
+//! SSE event ids and a bounded replay buffer for `Last-Event-ID`. Each published note is
+//! also an [`Event::Notification`] on the registry's event bus (once the notifier follows a
+//! registry), naming how many listeners it reached.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -13,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::Value;
-use switchboard_router::{Event, Registry};
+use switchboard_router::{Event, EventBus, Registry};
 use switchboard_wire::{Message, method};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +78,8 @@ struct Inner {
     ring: Mutex<VecDeque<Arc<Note>>>,
     seq: AtomicU64,
     started: OnceLock<()>,
+    /// The bus notes are reported on, once [`Notifier::ensure_started`] ran.
+    bus: OnceLock<EventBus>,
 }
 
 impl Default for Inner {
@@ -85,6 +89,7 @@ impl Default for Inner {
             ring: Mutex::new(VecDeque::new()),
             seq: AtomicU64::new(0),
             started: OnceLock::new(),
+            bus: OnceLock::new(),
         }
     }
 }
@@ -98,7 +103,7 @@ impl std::fmt::Debug for Notifier {
 /// A signature per kind of the ready servers' lists.
 fn signatures(registry: &Registry) -> [u64; 3] {
     let mut sigs = [0u64; 3];
-    let catalogs = crate::endpoint::ready_catalogs(registry);
+    let catalogs = crate::view::ready_catalogs(registry);
     for (i, sig) in sigs.iter_mut().enumerate() {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for (name, c) in &catalogs {
@@ -123,6 +128,7 @@ impl Notifier {
         if self.inner.started.set(()).is_err() {
             return;
         }
+        let _ = self.inner.bus.set(registry.events().clone());
         let me = self.clone();
         let registry = registry.clone();
         let mut rx = registry.events().subscribe();
@@ -149,9 +155,20 @@ impl Notifier {
         });
     }
 
-    /// Publishes a change to every listener.
+    /// Publishes a change to every listener, and reports it on the event bus.
     pub fn publish(&self, kind: Kind) {
         let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(bus) = self.inner.bus.get() {
+            bus.publish(Event::Notification {
+                method: kind.method().to_owned(),
+                uri: match &kind {
+                    Kind::Updated(uri) => Some(uri.clone()),
+                    _ => None,
+                },
+                listeners: self.inner.tx.receiver_count(),
+                at_ms: switchboard_router::events::now_ms(),
+            });
+        }
         let note = Arc::new(Note { seq, kind });
         {
             let mut ring = self.inner.ring.lock().unwrap_or_else(PoisonError::into_inner);

@@ -9,17 +9,14 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::routing::post;
 use switchboard_router::Registry;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{EdgeConfig, EndpointConfig};
 use crate::downstream::Adapter;
-use crate::downstream::ws::WsState;
-use crate::edge::{Edge, EdgeConfig};
-use crate::endpoint::{self, EndpointConfig};
+use crate::edge::Edge;
+use crate::endpoint::Endpoint;
 
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone, Default)]
@@ -37,43 +34,14 @@ pub struct Gateway {
     adapter: Adapter,
 }
 
-#[derive(Clone)]
-struct McpState {
-    registry: Option<Registry>,
-    endpoint: Arc<EndpointConfig>,
-}
-
 impl Gateway {
     /// Builds the gateway over `registry` (`None`: an endpoint with no upstreams, for tests).
     /// `cancel` closes WebSocket connections.
     pub fn new(registry: Option<Registry>, config: GatewayConfig, cancel: CancellationToken) -> Gateway {
-        let endpoint = Arc::new(config.endpoint);
-        let state = McpState { registry: registry.clone(), endpoint: endpoint.clone() };
-        let mcp = Router::new()
-            .route(
-                "/mcp",
-                post(|State(s): State<McpState>, headers: HeaderMap, body: axum::body::Body| async move {
-                    endpoint::post(s.registry, s.endpoint, headers, body).await
-                })
-                .get(|State(s): State<McpState>, headers: HeaderMap| async move {
-                    endpoint::get(s.registry, s.endpoint, headers).await
-                })
-                .delete(|State(s): State<McpState>, headers: HeaderMap| async move {
-                    endpoint::delete(s.endpoint, headers).await
-                }),
-            )
-            .with_state(state);
-        let observed =
-            Arc::new(Edge { config: config.edge, registry: registry.clone(), endpoint: endpoint.clone() });
-        let inner = mcp.layer(axum::middleware::from_fn_with_state(observed, crate::edge::observe));
-        let adapter = Adapter::new(inner.clone(), registry, endpoint.clone(), endpoint.body_limit);
-        let ws = WsState {
-            adapter: adapter.clone(),
-            allowed_origins: Arc::new(endpoint.allowed_origins.clone()),
-            cancel,
-        };
-        let routes = inner.layer(axum::middleware::from_fn_with_state(ws, crate::downstream::ws::upgrade));
-        Gateway { routes, adapter }
+        let endpoint = Endpoint::new(registry, Arc::new(config.endpoint));
+        let edge = Edge::new(endpoint, config.edge);
+        let routes = crate::http::routes(edge.clone(), cancel);
+        Gateway { routes, adapter: Adapter::new(edge) }
     }
 
     /// `/mcp` (POST, GET, DELETE and WebSocket upgrades), to merge into the app's router.
@@ -81,7 +49,7 @@ impl Gateway {
         self.routes.clone()
     }
 
-    /// The in-process adapter WebSocket and stdio clients are served by.
+    /// The adapter WebSocket and stdio clients are served by.
     pub fn adapter(&self) -> &Adapter {
         &self.adapter
     }

@@ -1,7 +1,7 @@
 //! Self-contained 2025-11-25 session ids for the `/mcp` endpoint.
 //!
 //! A session id is `base64url(JSON {v, caps, info, at, n}) "." base64url(HMAC-SHA256)`, sealed
-//! under a key held in [`crate::endpoint::EndpointConfig`]. `n` is a 128-bit nonce from the OS
+//! under a key held in [`crate::config::EndpointConfig`]. `n` is a 128-bit nonce from the OS
 //! random source, so two identical `initialize` requests in the same millisecond still get
 //! different ids (ending one never ends the other). Any router instance holding the same key
 //! can serve the session, so no session table sits on the request path. Ending a session

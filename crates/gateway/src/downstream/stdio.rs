@@ -9,8 +9,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Adapter, FrameError};
-use crate::edge::DownstreamOrigin;
+use super::{Adapter, Frame, FrameError, Out};
+use crate::endpoint::Transport;
 
 /// Outgoing lines buffered before a request waits for the client to read.
 const OUT_QUEUE: usize = 256;
@@ -21,9 +21,14 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::channel::<String>(OUT_QUEUE);
+    let (tx, mut rx) = mpsc::channel::<Out>(OUT_QUEUE);
     let writer_task = tokio::spawn(async move {
-        while let Some(mut line) = rx.recv().await {
+        while let Some(Out { msg, tap }) = rx.recv().await {
+            // Compact JSON has no raw newline: one message per line.
+            let mut line = msg.to_json();
+            if let Some(tap) = &tap {
+                tap.outgoing(&msg, line.as_bytes(), None, None);
+            }
             line.push('\n');
             if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
                 break;
@@ -34,11 +39,13 @@ where
     let lines = futures::stream::unfold(BufReader::new(reader), move |mut r| async move {
         next_line(&mut r, limit).await.map(|l| (l, r))
     });
-    let incoming = futures::StreamExt::filter(lines, |l| {
-        futures::future::ready(!matches!(l, Ok(t) if t.trim().is_empty()))
+    let incoming = futures::StreamExt::filter_map(lines, |l| {
+        futures::future::ready(match l {
+            Ok(t) if t.trim().is_empty() => None,
+            other => Some(other.map(|text| Frame { text, number: None })),
+        })
     });
-    let origin = DownstreamOrigin { transport: "stdio", peer: None };
-    adapter.serve(origin, Box::pin(incoming), tx, true, cancel).await;
+    adapter.serve(Transport::Stdio, None, Box::pin(incoming), tx, true, cancel).await;
     let _ = writer_task.await;
 }
 
