@@ -596,3 +596,81 @@ async fn python_client_first_list_over_stdio_waits_for_pending_servers() {
         }
     }
 }
+
+/// The frames of one downstream request on the event bus, up to its response on the
+/// downstream leg, and the upstream `tools/call` it caused.
+async fn frames_of_one_call(
+    frames: &mut switchboard_router::events::FrameSubscription,
+) -> (Vec<switchboard_transport::FrameEvent>, switchboard_transport::FrameEvent) {
+    use switchboard_transport::Direction;
+    let mut downstream = Vec::new();
+    let mut upstream = None;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let f = frames.recv().await.expect("frame");
+            match (f.leg, f.direction) {
+                ("upstream", Direction::Out) if f.method.as_deref() == Some("tools/call") => {
+                    upstream = Some(f)
+                }
+                ("downstream", direction) => {
+                    let done = direction == Direction::Out && f.method.is_none();
+                    downstream.push(f);
+                    if done && upstream.is_some() {
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the call's frames within 10 s");
+    (downstream, upstream.expect("upstream frame"))
+}
+
+/// One request frame and one response frame on the downstream leg, tagged with the real
+/// transport (and the WebSocket frame numbers), with the correlation id of the upstream leg.
+#[tokio::test]
+async fn websocket_and_stdio_frames_are_on_the_event_stream_with_their_transport() {
+    use switchboard_transport::Direction;
+    let env = start(|_, _, _| {}).await;
+    let call = request(1, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "framed"}}));
+
+    let mut frames = env.frames.subscribe_frames();
+    let mut ws = ws_connect(&env.ws_url).await;
+    ws_send(&mut ws, &call).await;
+    let r = ws_until(&mut ws, json!(1)).await;
+    assert_eq!(r.last().unwrap()["result"]["structuredContent"]["text"], "framed", "{r:?}");
+    let (down, up) = frames_of_one_call(&mut frames).await;
+    let mine: Vec<_> = down.iter().filter(|f| f.correlation == up.correlation).collect();
+    assert_eq!(mine.len(), 2, "one request and one response frame: {down:#?}");
+    let (req, resp) = (mine[0], mine[1]);
+    assert_eq!((req.direction, req.transport, req.ws_frame), (Direction::In, "ws", Some(1)), "{req:?}");
+    assert_eq!(req.method.as_deref(), Some("tools/call"));
+    assert_eq!((resp.direction, resp.transport, resp.ws_frame), (Direction::Out, "ws", Some(1)), "{resp:?}");
+    assert!(resp.body.contains("framed"), "{}", resp.body);
+    assert!(up.correlation.is_some());
+    drop(ws);
+
+    let mut frames = env.frames.subscribe_frames();
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let (server_r, server_w) = tokio::io::split(server);
+    tokio::spawn(switchboard_app::downstream::stdio::serve(
+        env.adapter.clone(),
+        server_r,
+        server_w,
+        env.stop.child_token(),
+    ));
+    let (client_r, mut client_w) = tokio::io::split(client);
+    client_w.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+    let mut lines = BufReader::new(client_r).lines();
+    let line =
+        tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(line.contains("framed"), "{line}");
+    let (down, up) = frames_of_one_call(&mut frames).await;
+    let mine: Vec<_> = down.iter().filter(|f| f.correlation == up.correlation).collect();
+    assert_eq!(mine.len(), 2, "one request and one response frame: {down:#?}");
+    assert_eq!((mine[0].direction, mine[0].transport, mine[0].ws_frame), (Direction::In, "stdio", None));
+    assert_eq!((mine[1].direction, mine[1].transport, mine[1].ws_frame), (Direction::Out, "stdio", None));
+    assert!(up.correlation.is_some());
+}

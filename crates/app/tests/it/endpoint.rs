@@ -1019,3 +1019,123 @@ async fn unknown_mcp_param_headers_are_forwarded_upstream() {
     assert!(sent.contains("mcp-param-region: eu-west"), "the upstream request carries it: {sent}");
     stop.cancel();
 }
+
+mod stale_lists {
+    //! A server whose list says `ttlMs: 0` and changes on every listing, without ever sending
+    //! `list_changed`: a list request re-lists it on demand rather than answering the cached list.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use switchboard_router::registry::BuiltinConnector;
+    use switchboard_transport::pipe::PipeUpstream;
+    use switchboard_transport::{Tap, Upstream};
+    use switchboard_wire::Message;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    use super::*;
+
+    /// A 2025-11-25 server on a pipe whose `tools/list` names a new tool each time (`v1`, `v2`…).
+    struct Drifting {
+        lists: Arc<AtomicUsize>,
+    }
+
+    async fn serve(
+        input: tokio::io::DuplexStream,
+        mut output: tokio::io::DuplexStream,
+        lists: Arc<AtomicUsize>,
+    ) {
+        let mut lines = BufReader::new(input).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(msg) = Message::parse(line.as_bytes()) else { continue };
+            let Some(id) = msg.id() else { continue };
+            let reply = match msg.method().unwrap_or_default() {
+                "initialize" => Message::response(
+                    id,
+                    json!({"protocolVersion": msg.params().and_then(|p| p.get("protocolVersion")).cloned(),
+                           "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "drifting", "version": "1.0.0"}}),
+                ),
+                "tools/list" => {
+                    let n = lists.fetch_add(1, Ordering::SeqCst) + 1;
+                    Message::response(
+                        id,
+                        json!({"tools": [{"name": format!("v{n}"), "inputSchema": {"type": "object"}}], "ttlMs": 0}),
+                    )
+                }
+                other => Message::error_response(
+                    Some(id),
+                    switchboard_wire::ErrorObject::new(-32601, format!("method {other} not found")),
+                ),
+            };
+            let mut bytes = reply.to_bytes();
+            bytes.push(b'\n');
+            if output.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    impl BuiltinConnector for Drifting {
+        fn connect(
+            &self,
+            _server: &str,
+            tap: Tap,
+            cancel: CancellationToken,
+        ) -> Result<Arc<dyn Upstream>, String> {
+            let (ours, server_in) = tokio::io::duplex(64 * 1024);
+            let (server_out, theirs) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(serve(server_in, server_out, self.lists.clone()));
+            Ok(PipeUpstream::new(theirs, ours, tap, cancel))
+        }
+    }
+
+    fn tool_names(r: &Value) -> Vec<String> {
+        r["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_list_older_than_its_ttl_is_relisted_on_demand() {
+        let stop = CancellationToken::new();
+        let registry =
+            Registry::new(RegistryConfig::default(), None, EventBus::new(1000), stop.child_token());
+        let lists = Arc::new(AtomicUsize::new(0));
+        registry.set_builtins(Arc::new(Drifting { lists: lists.clone() }));
+        let spec = spec_from_toml(
+            "drift",
+            ServerToml { builtin: Some("drift".into()), ..Default::default() },
+            "test",
+        )
+        .unwrap();
+        registry.add(spec).await.unwrap();
+        registry.wait_for("drift", ServerState::Ready, Duration::from_secs(30)).await.expect("drift");
+        assert_eq!(lists.load(Ordering::SeqCst), 1, "listed once on connect");
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
+        let app = router(HttpState {
+            blobs,
+            registry: Some(registry.clone()),
+            endpoint: Arc::new(EndpointConfig::default()),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(serve_http(listener, app, stop.child_token()));
+        let mcp = Mcp { url, http: reqwest::Client::new() };
+
+        let (status, r) = mcp.call(&request(1, "tools/list", json!({}))).await;
+        assert_eq!(status, 200, "{r}");
+        assert_eq!(tool_names(&r), ["v2"], "the cached list (v1) was older than its ttlMs 0: {r}");
+        assert_eq!(r["result"]["ttlMs"], 0, "{r}");
+        let (_, r) = mcp.call(&request(2, "tools/list", json!({}))).await;
+        assert_eq!(tool_names(&r), ["v3"], "{r}");
+        assert_eq!(lists.load(Ordering::SeqCst), 3, "one listing per list request");
+        stop.cancel();
+    }
+
+    use switchboard_app::http::serve as serve_http;
+}
