@@ -960,6 +960,7 @@ async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
             cfg.env = env.clone();
             cfg.cwd = cwd.clone();
             cfg.restart = entry.spec.restart.clone();
+            cfg.name = entry.spec.name.clone();
             let up = StdioUpstream::spawn(cfg, tap.clone(), entry.cancel.child_token());
             // Process lifecycle events go to the bus as they happen.
             let mut ev = up.events();
