@@ -173,6 +173,11 @@ pub enum Event {
 }
 
 /// What differs between two listings of one server's catalog.
+///
+/// Items are keyed by their identity (tools and prompts by name, resources by URI, templates by
+/// URI template); an item is *changed* when its definition differs in anything a caller could
+/// act on (description, schemas, annotations, title, arguments, MIME type). A tool that moved
+/// into or out of quarantine is changed. Lists are sorted, so equal diffs compare equal.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 pub struct CatalogDiff {
     /// Tools listed now and not before.
@@ -185,10 +190,20 @@ pub struct CatalogDiff {
     pub prompts_added: Vec<String>,
     /// Prompts removed, by name.
     pub prompts_removed: Vec<String>,
+    /// Prompts whose definition changed, by name.
+    pub prompts_changed: Vec<String>,
     /// Resources added, by URI.
     pub resources_added: Vec<String>,
     /// Resources removed, by URI.
     pub resources_removed: Vec<String>,
+    /// Resources whose definition changed, by URI.
+    pub resources_changed: Vec<String>,
+    /// Resource templates added, by URI template.
+    pub templates_added: Vec<String>,
+    /// Resource templates removed, by URI template.
+    pub templates_removed: Vec<String>,
+    /// Resource templates whose definition changed, by URI template.
+    pub templates_changed: Vec<String>,
 }
 
 impl CatalogDiff {

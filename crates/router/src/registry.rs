@@ -865,8 +865,9 @@ fn same_lists(a: &Catalog, b: &Catalog) -> bool {
         && a.prompts == b.prompts
 }
 
-/// Lists a server's catalog and, when it changed (or on connect), stores a snapshot, bumps
-/// the registry version and publishes it.
+/// Lists a server's catalog and, when it changed (or on connect), bumps the registry version,
+/// publishes it (a `Catalog` event, and a `CatalogChanged` with the diff when an item differs)
+/// and then stores a snapshot: the events never wait for the disk.
 async fn list_and_publish(
     inner: &Inner,
     entry: &ServerEntry,
@@ -874,7 +875,8 @@ async fn list_and_publish(
     trigger: &str,
 ) -> Result<usize, ClientError> {
     let catalog = list_catalog(client).await?;
-    if trigger != "connect" && same_lists(&entry.catalog(), &catalog) {
+    let previous = entry.catalog();
+    if trigger != "connect" && same_lists(&previous, &catalog) {
         // Nothing a caller could notice: keep the newer fetch time and ttl, say nothing above DEBUG.
         let count = catalog.tools.len();
         tracing::debug!(server = %entry.spec.name, %trigger, tools = count, "catalog unchanged");
@@ -883,6 +885,34 @@ async fn list_and_publish(
     }
     for q in &catalog.quarantined {
         tracing::warn!(server = %entry.spec.name, tool = %q.name, error = %q.error, "tool quarantined: its schema does not compile");
+    }
+    let count = catalog.tools.len();
+    // Stored before the events, so a listener reading the registry sees the new catalog.
+    let catalog = Arc::new(catalog);
+    write(&entry.catalog, catalog.clone());
+    inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
+    inner.events.publish(Event::Catalog {
+        server_id: entry.id.clone(),
+        server: entry.spec.name.clone(),
+        tools: count,
+        quarantined: catalog.quarantined.clone(),
+        resources: catalog.resources.len(),
+        prompts: catalog.prompts.len(),
+        trigger: trigger.to_owned(),
+        at_ms: catalog.fetched_at_ms,
+    });
+    // Computed only when somebody listens (a reconnect to the same catalog, or a mere
+    // reordering, differs in nothing and publishes nothing).
+    if inner.events.active() {
+        let diff = previous.diff(&catalog);
+        if !diff.is_empty() {
+            tracing::debug!(server = %entry.spec.name, %trigger, ?diff, "catalog changed");
+            inner.events.publish(Event::CatalogChanged {
+                server: entry.spec.name.clone(),
+                diff,
+                at_ms: catalog.fetched_at_ms,
+            });
+        }
     }
     if let Some(store) = &inner.store {
         let snap = ToolSnapshot {
@@ -898,21 +928,6 @@ async fn list_and_publish(
             tracing::warn!(error = %e, "could not persist tool snapshot");
         }
     }
-    let count = catalog.tools.len();
-    // Stored before the event, so a listener reading the registry sees the new catalog.
-    let catalog = Arc::new(catalog);
-    write(&entry.catalog, catalog.clone());
-    inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
-    inner.events.publish(Event::Catalog {
-        server_id: entry.id.clone(),
-        server: entry.spec.name.clone(),
-        tools: count,
-        quarantined: catalog.quarantined.clone(),
-        resources: catalog.resources.len(),
-        prompts: catalog.prompts.len(),
-        trigger: trigger.to_owned(),
-        at_ms: catalog.fetched_at_ms,
-    });
     Ok(count)
 }
 

@@ -265,13 +265,33 @@ prompts_added: Array<string>,
  */
 prompts_removed: Array<string>, 
 /**
+ * Prompts whose definition changed, by name.
+ */
+prompts_changed: Array<string>, 
+/**
  * Resources added, by URI.
  */
 resources_added: Array<string>, 
 /**
  * Resources removed, by URI.
  */
-resources_removed: Array<string>, };
+resources_removed: Array<string>, 
+/**
+ * Resources whose definition changed, by URI.
+ */
+resources_changed: Array<string>, 
+/**
+ * Resource templates added, by URI template.
+ */
+templates_added: Array<string>, 
+/**
+ * Resource templates removed, by URI template.
+ */
+templates_removed: Array<string>, 
+/**
+ * Resource templates whose definition changed, by URI template.
+ */
+templates_changed: Array<string>, };
 
 export type EventKind = "handshake" | "negotiation" | "server_state" | "catalog" | "catalog_changed" | "upstream" | "frame" | "trace" | "notification" | "flow_progress" | "process_stats";
 

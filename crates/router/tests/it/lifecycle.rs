@@ -20,7 +20,8 @@ async fn a_crash_looping_server_is_unavailable_with_its_stderr_tail_for_the_oper
             // The secret is computed, so only stderr holds it; the command line holds another one.
             args: vec![
                 "-c".into(),
-                "echo \"Error: cannot open database /var/lib/x$((6*7)).db\" >&2; exit 2 # --token=s3cr3t".into(),
+                "echo \"Error: cannot open database /var/lib/x$((6*7)).db\" >&2; exit 2 # --token=s3cr3t"
+                    .into(),
             ],
             restart: RestartToml {
                 initial_backoff_ms: Some(10),

@@ -5,6 +5,7 @@
 
 mod common;
 mod concurrency;
+mod events;
 mod lifecycle;
 mod peers;
 mod refresh;

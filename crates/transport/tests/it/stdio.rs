@@ -58,10 +58,16 @@ async fn crash_loop_gives_up_with_the_stderr_tail_for_the_operator_only() {
     };
     assert_eq!(exits, 5);
     assert_eq!(delays, vec![20, 40, 80, 160], "exponential backoff between quick exits");
-    assert!(reason.contains("`shell` exited 5 times in a row") && reason.contains("exit status: 3"), "{reason}");
+    assert!(
+        reason.contains("`shell` exited 5 times in a row") && reason.contains("exit status: 3"),
+        "{reason}"
+    );
     assert!(!reason.contains("token 42"), "the reason carries stderr: {reason}");
     // The command line can hold secrets (here an API key in an argument): the reason names the server.
-    assert!(!reason.contains("s3cr3t") && !reason.contains("sh -c"), "the reason carries the command line: {reason}");
+    assert!(
+        !reason.contains("s3cr3t") && !reason.contains("sh -c"),
+        "the reason carries the command line: {reason}"
+    );
     assert!(tail.contains("fatal: config file /etc/x.toml missing, token 42"), "{tail}");
     let status = up.status();
     assert!(!status.connected);
