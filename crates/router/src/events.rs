@@ -34,6 +34,8 @@ use ts_rs::TS;
 
 use crate::schema::Quarantined;
 
+pub mod flow;
+
 /// Events kept for a subscriber that falls behind, by default.
 pub const DEFAULT_CAPACITY: usize = 4096;
 
@@ -142,17 +144,20 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
-    /// A node of a flow run started, progressed or finished.
+    /// A node of a flow run started, progressed, is being retried or settled (see [`flow`]).
     FlowProgress {
         /// Run id.
         run_id: String,
         /// Node id.
         node: String,
-        /// `running`, `progress`, `succeeded`, `failed`, `cancelled`.
+        /// `running`, `progress`, `retrying`, `succeeded`, `failed`, `skipped`, `cancelled`.
         status: String,
-        /// Progress so far, 0..=1, when known.
+        /// Progress so far, 0..=1, when the tool reported a total.
         progress: Option<f64>,
-        /// A line for the operator.
+        /// Time spent on the node so far (all attempts and backoffs), in milliseconds, when the
+        /// engine measured it (at `running`, 0, and when the node settled).
+        elapsed_ms: Option<u64>,
+        /// A line for the operator (the tool called, its progress message, the error).
         message: Option<String>,
         /// Unix milliseconds.
         at_ms: i64,

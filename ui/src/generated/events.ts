@@ -463,15 +463,20 @@ run_id: string,
  */
 node: string, 
 /**
- * `running`, `progress`, `succeeded`, `failed`, `cancelled`.
+ * `running`, `progress`, `retrying`, `succeeded`, `failed`, `skipped`, `cancelled`.
  */
 status: string, 
 /**
- * Progress so far, 0..=1, when known.
+ * Progress so far, 0..=1, when the tool reported a total.
  */
 progress: number | null, 
 /**
- * A line for the operator.
+ * Time spent on the node so far (all attempts and backoffs), in milliseconds, when the
+ * engine measured it (at `running`, 0, and when the node settled).
+ */
+elapsed_ms: number | null, 
+/**
+ * A line for the operator (the tool called, its progress message, the error).
  */
 message: string | null, 
 /**

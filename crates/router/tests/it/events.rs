@@ -1,9 +1,14 @@
 //! The registry's event publishers: catalog diffs, process statistics, flow progress.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_router::{CatalogDiff, Event, ServerState};
+use switchboard_flow::{
+    CancellationToken, Engine, Flow, InvokeError, ProgressSink, RunOptions, ToolBinding, ToolInfo,
+    ToolInvoker, ToolOutput,
+};
+use switchboard_router::{CatalogDiff, Event, EventBus, EventKind, Filter, ServerState};
 
 use crate::common::*;
 
@@ -57,4 +62,89 @@ async fn a_catalog_change_is_one_catalog_changed_with_its_diff_and_an_unchanged_
     let expected = CatalogDiff { tools_added: vec!["late_tool".into()], ..CatalogDiff::default() };
     assert_eq!(queued_changes(&mut h), vec![expected]);
     h.registry.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Tools for a flow: `measure` answers, `judge` reports a tool error.
+struct Tools;
+
+#[async_trait::async_trait]
+impl ToolInvoker for Tools {
+    fn resolve(&self, binding: &ToolBinding) -> Result<ToolInfo, InvokeError> {
+        let name = binding.tool.clone().unwrap_or_default();
+        Ok(ToolInfo { name, input_schema: json!({"type": "object"}), output_schema: None })
+    }
+
+    async fn call(
+        &self,
+        tool: &str,
+        _arguments: serde_json::Value,
+        progress: ProgressSink,
+        _cancel: CancellationToken,
+    ) -> Result<ToolOutput, InvokeError> {
+        progress.report(1.0, Some(2.0), Some("half way".into()));
+        let is_error = tool == "judge";
+        Ok(ToolOutput { structured: Some(json!({"t": 21})), content: json!([]), is_error })
+    }
+}
+
+const FLOW: &str = r#"
+name = "three-steps"
+[[nodes]]
+id = "measure"
+tool = "measure"
+arguments = {}
+[[nodes]]
+id = "judge"
+tool = "judge"
+arguments = {}
+[[nodes]]
+id = "report"
+tool = "measure"
+arguments = {}
+[[edges]]
+from = "measure"
+to = "judge"
+[[edges]]
+from = "judge"
+to = "report"
+"#;
+
+#[tokio::test]
+async fn a_flow_run_reports_each_node_on_the_bus_in_order() {
+    let bus = EventBus::new(1000);
+    let mut sub =
+        bus.subscribe_filtered(Filter { kinds: [EventKind::FlowProgress].into(), ..Filter::default() });
+    let flow = Flow::from_toml("three.toml", FLOW, &Tools).unwrap();
+    let engine = Engine::new(Arc::new(Tools)).with_observer(Arc::new(bus.clone()));
+    let record = engine.run(&flow, json!({}), RunOptions::default()).await;
+    let mut seen = Vec::new();
+    while let Ok(e) = sub.try_recv() {
+        let Event::FlowProgress { run_id, node, status, progress, elapsed_ms, message, .. } = e.as_ref()
+        else {
+            panic!("filtered to flow progress: {e:?}")
+        };
+        assert_eq!(run_id, &record.run_id);
+        if status == "progress" {
+            assert_eq!((*progress, message.as_deref()), (Some(0.5), Some("half way")));
+        }
+        if matches!(status.as_str(), "succeeded" | "failed" | "skipped") {
+            assert!(elapsed_ms.is_some(), "{e:?}");
+        }
+        if status == "failed" {
+            assert!(message.as_deref().is_some_and(|m| m.contains("judge")), "{message:?}");
+        }
+        seen.push(format!("{node} {status}"));
+    }
+    assert_eq!(
+        seen,
+        [
+            "measure running",
+            "measure progress",
+            "measure succeeded",
+            "judge running",
+            "judge progress",
+            "judge failed",
+            "report skipped"
+        ]
+    );
 }
