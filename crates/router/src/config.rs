@@ -22,6 +22,8 @@ pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
 pub const MIN_REFRESH: Duration = Duration::from_secs(1);
 /// Default handshake timeout.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default period of process statistics (see [`crate::stats`]).
+pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(2);
 /// Default request timeout for registry requests (lists).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -40,6 +42,9 @@ pub struct RegistryConfig {
     pub unavailable_after: u32,
     /// First delay between reconnect attempts (doubles, capped at 30 s).
     pub reconnect_backoff: Duration,
+    /// Period of the process sampler's `ProcessStats` events (sampled only while somebody
+    /// subscribes to the bus).
+    pub stats_interval: Duration,
 }
 
 impl Default for RegistryConfig {
@@ -50,6 +55,7 @@ impl Default for RegistryConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             unavailable_after: 3,
             reconnect_backoff: Duration::from_millis(100),
+            stats_interval: DEFAULT_STATS_INTERVAL,
         }
     }
 }

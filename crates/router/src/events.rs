@@ -1,11 +1,22 @@
 //! The one event stream: every observable thing the router does, typed, for the control
 //! panel, the logs and the tests.
 //!
-//! One [`EventBus`] is shared by the whole process. The registry publishes handshakes, state
-//! changes and catalog diffs; the upstream connections publish frames through their
-//! [`Tap`](switchboard_transport::Tap) (the bus is their [`FrameSink`]); the gateway publishes
-//! client-leg frames, traces and the notifications it sends; the app publishes flow progress
-//! and process statistics.
+//! One [`EventBus`] is shared by the whole process. Who publishes what (kept true by grep:
+//! `publish(Event::` and the sinks below):
+//!
+//! | event | publisher |
+//! | --- | --- |
+//! | [`Event::Handshake`] | the registry, for every upstream handshake attempt (`registry.rs`, `record_handshake`) |
+//! | [`Event::ServerState`] | the registry, on every state change (`set_state_detailed`) |
+//! | [`Event::Catalog`] | the registry, when a listing differs or on connect (`list_and_publish`) |
+//! | [`Event::CatalogChanged`] | the registry, with the item diff, when a listing differs from the previous one (first listing included; never for an unchanged refresh) |
+//! | [`Event::Upstream`] | the registry, relaying a stdio child's lifecycle (started, exited, restarting, gave up) |
+//! | [`Event::Frame`] | upstream connections through their [`Tap`](switchboard_transport::Tap) (the bus is their [`FrameSink`]); the gateway for client-leg frames |
+//! | [`Event::Trace`] | the gateway, when a downstream request finished (`gateway/src/traces.rs`) |
+//! | [`Event::FlowProgress`] | the flow engine, through the bus as its [`RunObserver`](switchboard_flow::RunObserver) ([`flow`]); the app hands the bus to its engine |
+//! | [`Event::ProcessStats`] | the registry's process sampler ([`crate::stats`]), only while somebody subscribes, Linux only |
+//! | [`Event::Negotiation`] | nobody yet: the steps of a negotiation are in the handshake record's `steps` |
+//! | [`Event::Notification`] | nobody yet: the gateway's notifier does not publish its fan-out |
 //!
 //! Three promises, because the data plane publishes here:
 //! - **Nobody listening costs one atomic load.** [`EventBus::active`] reads a subscriber count;
@@ -162,16 +173,22 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
-    /// Periodic figures of the router process.
+    /// Periodic figures of one process: the router itself, or a server's stdio child (see
+    /// [`crate::stats`]). Published every [`crate::RegistryConfig::stats_interval`], one event
+    /// per process, only while somebody subscribes.
     ProcessStats {
+        /// The server whose child process this is; `None` for the router process.
+        server: Option<String>,
+        /// Process id.
+        pid: u32,
         /// Resident memory in bytes.
         rss_bytes: u64,
-        /// CPU use since the previous sample, in percent of one core.
+        /// CPU use since the previous sample of this process, in percent of one core (0 on a
+        /// process's first sample).
         cpu_percent: f64,
-        /// Requests being forwarded now.
-        in_flight: u64,
-        /// Events subscribers lost since the previous sample (all subscribers together).
-        events_lost: u64,
+        /// Events subscribers lost since the previous sample, all subscribers together (on the
+        /// router's own sample only).
+        events_lost: Option<u64>,
         /// Unix milliseconds.
         at_ms: i64,
     },
@@ -273,6 +290,7 @@ impl Event {
             | Event::Catalog { server, .. }
             | Event::CatalogChanged { server, .. }
             | Event::Upstream { server, .. } => Some(server),
+            Event::ProcessStats { server, .. } => server.as_deref(),
             Event::Frame { frame } if frame.leg == "upstream" => Some(&frame.peer),
             Event::Trace { record } => record.upstream.as_deref(),
             _ => None,

@@ -22,6 +22,7 @@ pub mod federation;
 pub mod registry;
 pub mod route;
 pub mod schema;
+pub mod stats;
 
 pub use config::{RegistryConfig, ServerSpec, TransportSpec};
 pub use error::Error;

@@ -40,7 +40,7 @@ use crate::catalog::Catalog;
 use crate::config::{MIN_REFRESH, RegistryConfig, ServerSpec, TransportSpec};
 use crate::events::{Event, EventBus, now_ms};
 use crate::schema::{Quarantined, compile_tools};
-use crate::{Error, config};
+use crate::{Error, config, stats};
 
 /// Health of a server, as the router sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -257,6 +257,8 @@ struct Inner {
     /// Names of servers being added (between the name check and the insertion, which awaits
     /// the store); guarded together with the check, so a name is claimed atomically.
     adding: Mutex<HashSet<String>>,
+    /// The process sampler's counters.
+    sampler: Arc<stats::Counters>,
 }
 
 /// A name claimed by an [`Registry::add`] in progress; released when dropped (the add
@@ -368,7 +370,7 @@ impl Registry {
         events: EventBus,
         cancel: CancellationToken,
     ) -> Self {
-        Registry {
+        let registry = Registry {
             inner: Arc::new(Inner {
                 version: std::sync::atomic::AtomicU64::new(0),
                 config,
@@ -380,8 +382,35 @@ impl Registry {
                 cancel,
                 changed: Notify::new(),
                 adding: Mutex::new(HashSet::new()),
+                sampler: Arc::default(),
             }),
+        };
+        registry.start_sampler();
+        registry
+    }
+
+    /// Starts the process sampler (see [`crate::stats`]) when a runtime is there to run it; it
+    /// stops with the registry's cancellation.
+    fn start_sampler(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::debug!("no async runtime: the process sampler does not run");
+            return;
         }
+        let weak = Arc::downgrade(&self.inner);
+        let targets = move || weak.upgrade().map(|inner| inner.processes()).unwrap_or_default();
+        let inner = &self.inner;
+        inner.tracker.spawn(stats::run(
+            inner.events.clone(),
+            inner.config.stats_interval,
+            inner.sampler.clone(),
+            targets,
+            inner.cancel.clone(),
+        ));
+    }
+
+    /// What the process sampler has done so far.
+    pub fn sampler_counters(&self) -> stats::SamplerCounters {
+        self.inner.sampler.snapshot()
     }
 
     /// Installs the connector for `builtin = "…"` servers (before adding them).
@@ -625,6 +654,17 @@ fn parse_era(s: &str) -> Option<Era> {
 }
 
 impl Inner {
+    /// The running stdio children, by server, for the process sampler.
+    fn processes(&self) -> Vec<stats::Target> {
+        let servers = self.servers.read().unwrap_or_else(PoisonError::into_inner);
+        servers
+            .values()
+            .filter_map(|e| {
+                read(&e.upstream).and_then(|u| u.pid()).map(|pid| (Some(e.spec.name.clone()), pid))
+            })
+            .collect()
+    }
+
     /// Claims `spec`'s name for an add in progress, or says who has it.
     fn reserve_name(&self, spec: &ServerSpec) -> Result<NameReservation<'_>, Error> {
         let mut adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);

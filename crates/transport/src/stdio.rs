@@ -388,6 +388,10 @@ impl Upstream for StdioUpstream {
         }
     }
 
+    fn pid(&self) -> Option<u32> {
+        lock(&self.state).pid
+    }
+
     async fn close(&self) {
         self.shutdown.cancel();
         let task = lock(&self.supervisor).take();

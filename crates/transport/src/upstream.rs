@@ -127,6 +127,12 @@ pub trait Upstream: Send + Sync + 'static {
     /// Current connection status.
     fn status(&self) -> UpstreamStatus;
 
+    /// The child process's id, when this upstream is a running process (stdio). Cheap: unlike
+    /// [`Upstream::status`] it reads nothing from the system.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
     /// Called by the client after a successful handshake, with the negotiated protocol
     /// version; legacy HTTP uses it to send later requests with the session headers and
     /// to open the GET stream.

@@ -484,21 +484,27 @@ message: string | null,
  */
 at_ms: number, } | { "type": "process_stats", 
 /**
+ * The server whose child process this is; `None` for the router process.
+ */
+server: string | null, 
+/**
+ * Process id.
+ */
+pid: number, 
+/**
  * Resident memory in bytes.
  */
 rss_bytes: number, 
 /**
- * CPU use since the previous sample, in percent of one core.
+ * CPU use since the previous sample of this process, in percent of one core (0 on a
+ * process's first sample).
  */
 cpu_percent: number, 
 /**
- * Requests being forwarded now.
+ * Events subscribers lost since the previous sample, all subscribers together (on the
+ * router's own sample only).
  */
-in_flight: number, 
-/**
- * Events subscribers lost since the previous sample (all subscribers together).
- */
-events_lost: number, 
+events_lost: number | null, 
 /**
  * Unix milliseconds.
  */

@@ -8,7 +8,9 @@ use switchboard_flow::{
     CancellationToken, Engine, Flow, InvokeError, ProgressSink, RunOptions, ToolBinding, ToolInfo,
     ToolInvoker, ToolOutput,
 };
-use switchboard_router::{CatalogDiff, Event, EventBus, EventKind, Filter, ServerState};
+use switchboard_router::{
+    CatalogDiff, Event, EventBus, EventKind, Filter, Registry, RegistryConfig, ServerState,
+};
 
 use crate::common::*;
 
@@ -147,4 +149,55 @@ async fn a_flow_run_reports_each_node_on_the_bus_in_order() {
             "report skipped"
         ]
     );
+}
+
+#[tokio::test]
+async fn process_stats_come_for_stdio_children_only_while_somebody_listens() {
+    let config = RegistryConfig { stats_interval: Duration::from_millis(20), ..fast() };
+    let registry = Registry::new(config, None, EventBus::new(1000), CancellationToken::new());
+    registry.add(stdio_fixture("px")).await.unwrap();
+    let v = registry.wait_for("px", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(v.state, ServerState::Ready, "{}", v.reason);
+    let child = v.status.pid.expect("a running child");
+
+    // Nobody subscribes: the sampler wakes, and reads nothing.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while registry.sampler_counters().ticks < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the sampler runs");
+    assert_eq!(registry.sampler_counters().proc_reads, 0, "the sampler read /proc with nobody listening");
+
+    let mut sub = registry
+        .events()
+        .subscribe_filtered(Filter { kinds: [EventKind::ProcessStats].into(), ..Filter::default() });
+    let (mut child_seen, mut router_seen) = (false, false);
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !(child_seen && router_seen) {
+            let e = sub.recv().await.unwrap();
+            let Event::ProcessStats { server, pid, rss_bytes, cpu_percent, events_lost, .. } = e.as_ref()
+            else {
+                panic!("filtered to process stats: {e:?}")
+            };
+            assert!(*rss_bytes > 0 && *cpu_percent >= 0.0, "{e:?}");
+            match server.as_deref() {
+                Some("px") => {
+                    assert_eq!(*pid, child);
+                    assert!(events_lost.is_none());
+                    child_seen = true;
+                }
+                None => {
+                    assert_eq!(*pid, std::process::id());
+                    router_seen = true;
+                }
+                Some(other) => panic!("a process of an unknown server {other}"),
+            }
+        }
+    })
+    .await
+    .expect("process stats for the child and the router");
+    assert!(registry.sampler_counters().proc_reads > 0);
+    registry.shutdown(Duration::from_secs(5)).await;
 }
