@@ -16,6 +16,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod dedicated;
 pub mod error;
 pub mod events;
 pub mod federation;

@@ -375,6 +375,10 @@ impl Upstream for StdioUpstream {
         self.events.subscribe()
     }
 
+    fn asked_client(&self) -> bool {
+        self.duplex.asked()
+    }
+
     fn status(&self) -> UpstreamStatus {
         let s = lock(&self.state);
         UpstreamStatus {

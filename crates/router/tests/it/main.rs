@@ -8,4 +8,5 @@ mod concurrency;
 mod events;
 mod lifecycle;
 mod peers;
+mod questions;
 mod refresh;
