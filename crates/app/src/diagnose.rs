@@ -117,8 +117,9 @@ impl Env {
     pub async fn diagnose(&self, opts: &DiagnoseOptions) -> anyhow::Result<RunRecord> {
         let flow = self.load_flow(opts.flow.as_deref())?;
         let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.store.clone()));
-        let engine =
-            Engine::new(Arc::new(RegistryInvoker::new(self.registry.clone()))).with_sink(sink.clone());
+        let engine = Engine::new(Arc::new(RegistryInvoker::new(self.registry.clone())))
+            .with_sink(sink.clone())
+            .with_observer(Arc::new(self.registry.events().clone()));
         let mut input = opts.extra.clone();
         let blob = match self.blobs.put_file(&opts.image).await {
             Ok(b) => b,

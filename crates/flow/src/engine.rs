@@ -48,23 +48,52 @@ pub struct RunOptions {
     pub run_id: Option<String>,
 }
 
-/// Runs flows against a [`ToolInvoker`], recording them in an optional [`RunSink`]. Cheap to clone.
+/// Watches every run of an [`Engine`] as it goes: the process-wide view of runs (the app's event
+/// bus implements it), next to the per-run [`RunOptions::events`] channel a caller reads.
+///
+/// An observer is a callback, not a channel, so the engine does not depend on who listens: the
+/// flow crate stays free of the router, and the router's event bus implements this trait the way it
+/// implements the transport's frame sink.
+pub trait RunObserver: Send + Sync {
+    /// `false` when nobody listens now; the engine then hands the observer nothing. Called before
+    /// every event, so it must be cheap (an atomic load).
+    fn active(&self) -> bool {
+        true
+    }
+
+    /// One event of a run, in the order the run produced it. Must not block: the run waits for it.
+    fn observe(&self, event: &RunEvent);
+}
+
+/// Runs flows against a [`ToolInvoker`], recording them in an optional [`RunSink`] and telling an
+/// optional [`RunObserver`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
     invoker: Arc<dyn ToolInvoker>,
     sink: Option<Arc<dyn RunSink>>,
+    observer: Option<Arc<dyn RunObserver>>,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("sink", &self.sink.is_some()).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("sink", &self.sink.is_some())
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
     }
 }
 
 impl Engine {
     /// An engine calling tools through `invoker`, recording nothing.
     pub fn new(invoker: Arc<dyn ToolInvoker>) -> Self {
-        Self { invoker, sink: None }
+        Self { invoker, sink: None, observer: None }
+    }
+
+    /// Tells `observer` every event of every run (see [`RunObserver`]).
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Records every run in `sink` as it goes.
@@ -348,7 +377,12 @@ impl Run<'_> {
 
     async fn attempt(&self, node: &Node, arguments: &Value) -> Attempt {
         let token = self.options.cancel.child_token();
-        let progress = ProgressSink::new(self.options.events.clone(), &self.record.run_id, &node.id);
+        let progress = ProgressSink::new(
+            self.options.events.clone(),
+            self.engine.observer.clone(),
+            &self.record.run_id,
+            &node.id,
+        );
         let call = self.engine.invoker.call(&node.tool.name, arguments.clone(), progress, token.clone());
         tokio::pin!(call);
         let finished = tokio::select! {
@@ -394,6 +428,11 @@ impl Run<'_> {
     }
 
     async fn emit(&self, event: RunEvent) {
+        if let Some(observer) = &self.engine.observer
+            && observer.active()
+        {
+            observer.observe(&event);
+        }
         if let Some(events) = &self.options.events {
             // A receiver that went away just stops listening; the run goes on.
             let _ = events.send(event).await;

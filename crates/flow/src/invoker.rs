@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::RunObserver;
 use crate::error::InvokeError;
 use crate::record::RunEvent;
 
@@ -121,7 +122,8 @@ pub struct ProgressSink {
 }
 
 struct ProgressTarget {
-    events: mpsc::Sender<RunEvent>,
+    events: Option<mpsc::Sender<RunEvent>>,
+    observer: Option<Arc<dyn RunObserver>>,
     run_id: String,
     node: String,
 }
@@ -132,28 +134,41 @@ impl ProgressSink {
         Self::default()
     }
 
-    pub(crate) fn new(events: Option<mpsc::Sender<RunEvent>>, run_id: &str, node: &str) -> Self {
-        Self {
-            target: events.map(|events| {
-                Arc::new(ProgressTarget { events, run_id: run_id.to_owned(), node: node.to_owned() })
-            }),
+    pub(crate) fn new(
+        events: Option<mpsc::Sender<RunEvent>>,
+        observer: Option<Arc<dyn RunObserver>>,
+        run_id: &str,
+        node: &str,
+    ) -> Self {
+        if events.is_none() && observer.is_none() {
+            return Self::disabled();
         }
+        let target = ProgressTarget { events, observer, run_id: run_id.to_owned(), node: node.to_owned() };
+        Self { target: Some(Arc::new(target)) }
     }
 
     /// Reports progress. Never blocks: when the event channel is full the report is dropped (progress is
     /// superseded by the next one anyway).
     pub fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        if let Some(target) = &self.target {
-            let event = RunEvent::NodeProgress {
-                run_id: target.run_id.clone(),
-                node: target.node.clone(),
-                progress,
-                total,
-                message,
-            };
-            if target.events.try_send(event).is_err() {
-                tracing::trace!(node = %target.node, "progress report dropped: event channel full or closed");
-            }
+        let Some(target) = &self.target else { return };
+        let observer = target.observer.as_ref().filter(|o| o.active());
+        if observer.is_none() && target.events.is_none() {
+            return;
+        }
+        let event = RunEvent::NodeProgress {
+            run_id: target.run_id.clone(),
+            node: target.node.clone(),
+            progress,
+            total,
+            message,
+        };
+        if let Some(observer) = observer {
+            observer.observe(&event);
+        }
+        if let Some(events) = &target.events
+            && events.try_send(event).is_err()
+        {
+            tracing::trace!(node = %target.node, "progress report dropped: event channel full or closed");
         }
     }
 }

@@ -5,7 +5,8 @@
 //! templates that read the run input and earlier outputs (`"$nodes.vision.output"`), and edges with
 //! conditions. [`Flow::load`] checks all of it up front: unknown nodes, cycles, unresolvable tools, references
 //! to nodes that do not run first, and arguments that cannot satisfy the tool's input schema. [`Engine::run`]
-//! then runs it with per-node timeouts, retries and cancellation, streams [`RunEvent`]s and returns a
+//! then runs it with per-node timeouts, retries and cancellation, streams [`RunEvent`]s (to the caller's
+//! channel and to an engine-wide [`RunObserver`], such as the app's event bus) and returns a
 //! [`RunRecord`], which a [`RunSink`] (e.g. [`StoreSink`]) persists.
 //!
 //! The crate does not depend on the router: tools are reached through [`ToolInvoker`], which the app
@@ -24,7 +25,7 @@ pub mod sink;
 pub mod template;
 
 pub use condition::When;
-pub use engine::{CANCEL_GRACE, Engine, RunOptions};
+pub use engine::{CANCEL_GRACE, Engine, RunObserver, RunOptions};
 pub use error::{FlowError, InvokeError, Issue};
 pub use flow::{
     DEFAULT_TIMEOUT_MS, EdgeFile, Flow, FlowFile, Node, NodeFile, RetryFile, RetryOn, RetryPolicy,

@@ -22,6 +22,14 @@ pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
 pub const MIN_REFRESH: Duration = Duration::from_secs(1);
 /// Default handshake timeout.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default period of process statistics (see [`crate::stats`]).
+pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(2);
+/// Default limit of connections of their own per server (see [`crate::dedicated`]).
+pub const DEFAULT_MAX_CALL_CONNECTIONS: usize = 8;
+/// Default idle time after which a connection of its own is closed.
+pub const DEFAULT_CALL_CONNECTION_IDLE: Duration = Duration::from_secs(60);
+/// Default time a call waits for a connection of its own when all are busy.
+pub const DEFAULT_CALL_CONNECTION_WAIT: Duration = Duration::from_secs(30);
 /// Default request timeout for registry requests (lists).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -40,6 +48,16 @@ pub struct RegistryConfig {
     pub unavailable_after: u32,
     /// First delay between reconnect attempts (doubles, capped at 30 s).
     pub reconnect_backoff: Duration,
+    /// Period of the process sampler's `ProcessStats` events (sampled only while somebody
+    /// subscribes to the bus).
+    pub stats_interval: Duration,
+    /// Connections of their own a legacy stdio/WebSocket server's questioning calls may hold at
+    /// once (see [`crate::Registry::client_for_call`]).
+    pub max_call_connections: usize,
+    /// A connection of its own idle this long is closed.
+    pub call_connection_idle: Duration,
+    /// How long a call waits for a connection of its own when all are busy, before failing.
+    pub call_connection_wait: Duration,
 }
 
 impl Default for RegistryConfig {
@@ -50,6 +68,10 @@ impl Default for RegistryConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             unavailable_after: 3,
             reconnect_backoff: Duration::from_millis(100),
+            stats_interval: DEFAULT_STATS_INTERVAL,
+            max_call_connections: DEFAULT_MAX_CALL_CONNECTIONS,
+            call_connection_idle: DEFAULT_CALL_CONNECTION_IDLE,
+            call_connection_wait: DEFAULT_CALL_CONNECTION_WAIT,
         }
     }
 }

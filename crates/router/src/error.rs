@@ -56,6 +56,19 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Every connection of its own a server's calls may hold is busy, and none freed up in time
+    /// (see [`crate::Registry::client_for_call`]).
+    #[error(
+        "server {server:?} already has {limit} calls in flight that may ask questions, each on a connection of its own; none finished within {waited_ms} ms, try again later"
+    )]
+    Busy {
+        /// The server's name.
+        server: String,
+        /// Connections of their own allowed per server.
+        limit: usize,
+        /// How long the call waited.
+        waited_ms: u64,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] switchboard_store::Error),

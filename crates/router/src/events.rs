@@ -1,11 +1,22 @@
 //! The one event stream: every observable thing the router does, typed, for the control
 //! panel, the logs and the tests.
 //!
-//! One [`EventBus`] is shared by the whole process. The registry publishes handshakes, state
-//! changes and catalog diffs; the upstream connections publish frames through their
-//! [`Tap`](switchboard_transport::Tap) (the bus is their [`FrameSink`]); the gateway publishes
-//! client-leg frames, traces and the notifications it sends; the app publishes flow progress
-//! and process statistics.
+//! One [`EventBus`] is shared by the whole process. Who publishes what (kept true by grep:
+//! `publish(Event::` and the sinks below):
+//!
+//! | event | publisher |
+//! | --- | --- |
+//! | [`Event::Handshake`] | the registry, for every upstream handshake attempt (`registry.rs`, `record_handshake`) |
+//! | [`Event::ServerState`] | the registry, on every state change (`set_state_detailed`) |
+//! | [`Event::Catalog`] | the registry, when a listing differs or on connect (`list_and_publish`) |
+//! | [`Event::CatalogChanged`] | the registry, with the item diff, when a listing differs from the previous one (first listing included; never for an unchanged refresh) |
+//! | [`Event::Upstream`] | the registry, relaying a stdio child's lifecycle (started, exited, restarting, gave up) |
+//! | [`Event::Frame`] | upstream connections through their [`Tap`](switchboard_transport::Tap) (the bus is their [`FrameSink`]); the gateway for client-leg frames |
+//! | [`Event::Trace`] | the gateway, when a downstream request finished (`gateway/src/traces.rs`) |
+//! | [`Event::FlowProgress`] | the flow engine, through the bus as its [`RunObserver`](switchboard_flow::RunObserver) ([`flow`]); the app hands the bus to its engine |
+//! | [`Event::ProcessStats`] | the registry's process sampler ([`crate::stats`]), only while somebody subscribes, Linux only |
+//! | [`Event::Negotiation`] | nobody yet: the steps of a negotiation are in the handshake record's `steps` |
+//! | [`Event::Notification`] | nobody yet: the gateway's notifier does not publish its fan-out |
 //!
 //! Three promises, because the data plane publishes here:
 //! - **Nobody listening costs one atomic load.** [`EventBus::active`] reads a subscriber count;
@@ -33,6 +44,8 @@ use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
 
 use crate::schema::Quarantined;
+
+pub mod flow;
 
 /// Events kept for a subscriber that falls behind, by default.
 pub const DEFAULT_CAPACITY: usize = 4096;
@@ -142,37 +155,51 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
-    /// A node of a flow run started, progressed or finished.
+    /// A node of a flow run started, progressed, is being retried or settled (see [`flow`]).
     FlowProgress {
         /// Run id.
         run_id: String,
         /// Node id.
         node: String,
-        /// `running`, `progress`, `succeeded`, `failed`, `cancelled`.
+        /// `running`, `progress`, `retrying`, `succeeded`, `failed`, `skipped`, `cancelled`.
         status: String,
-        /// Progress so far, 0..=1, when known.
+        /// Progress so far, 0..=1, when the tool reported a total.
         progress: Option<f64>,
-        /// A line for the operator.
+        /// Time spent on the node so far (all attempts and backoffs), in milliseconds, when the
+        /// engine measured it (at `running`, 0, and when the node settled).
+        elapsed_ms: Option<u64>,
+        /// A line for the operator (the tool called, its progress message, the error).
         message: Option<String>,
         /// Unix milliseconds.
         at_ms: i64,
     },
-    /// Periodic figures of the router process.
+    /// Periodic figures of one process: the router itself, or a server's stdio child (see
+    /// [`crate::stats`]). Published every [`crate::RegistryConfig::stats_interval`], one event
+    /// per process, only while somebody subscribes.
     ProcessStats {
+        /// The server whose child process this is; `None` for the router process.
+        server: Option<String>,
+        /// Process id.
+        pid: u32,
         /// Resident memory in bytes.
         rss_bytes: u64,
-        /// CPU use since the previous sample, in percent of one core.
+        /// CPU use since the previous sample of this process, in percent of one core (0 on a
+        /// process's first sample).
         cpu_percent: f64,
-        /// Requests being forwarded now.
-        in_flight: u64,
-        /// Events subscribers lost since the previous sample (all subscribers together).
-        events_lost: u64,
+        /// Events subscribers lost since the previous sample, all subscribers together (on the
+        /// router's own sample only).
+        events_lost: Option<u64>,
         /// Unix milliseconds.
         at_ms: i64,
     },
 }
 
 /// What differs between two listings of one server's catalog.
+///
+/// Items are keyed by their identity (tools and prompts by name, resources by URI, templates by
+/// URI template); an item is *changed* when its definition differs in anything a caller could
+/// act on (description, schemas, annotations, title, arguments, MIME type). A tool that moved
+/// into or out of quarantine is changed. Lists are sorted, so equal diffs compare equal.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 pub struct CatalogDiff {
     /// Tools listed now and not before.
@@ -185,10 +212,20 @@ pub struct CatalogDiff {
     pub prompts_added: Vec<String>,
     /// Prompts removed, by name.
     pub prompts_removed: Vec<String>,
+    /// Prompts whose definition changed, by name.
+    pub prompts_changed: Vec<String>,
     /// Resources added, by URI.
     pub resources_added: Vec<String>,
     /// Resources removed, by URI.
     pub resources_removed: Vec<String>,
+    /// Resources whose definition changed, by URI.
+    pub resources_changed: Vec<String>,
+    /// Resource templates added, by URI template.
+    pub templates_added: Vec<String>,
+    /// Resource templates removed, by URI template.
+    pub templates_removed: Vec<String>,
+    /// Resource templates whose definition changed, by URI template.
+    pub templates_changed: Vec<String>,
 }
 
 impl CatalogDiff {
@@ -253,6 +290,7 @@ impl Event {
             | Event::Catalog { server, .. }
             | Event::CatalogChanged { server, .. }
             | Event::Upstream { server, .. } => Some(server),
+            Event::ProcessStats { server, .. } => server.as_deref(),
             Event::Frame { frame } if frame.leg == "upstream" => Some(&frame.peer),
             Event::Trace { record } => record.upstream.as_deref(),
             _ => None,

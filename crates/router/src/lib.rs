@@ -16,12 +16,14 @@
 
 pub mod catalog;
 pub mod config;
+pub mod dedicated;
 pub mod error;
 pub mod events;
 pub mod federation;
 pub mod registry;
 pub mod route;
 pub mod schema;
+pub mod stats;
 
 pub use config::{RegistryConfig, ServerSpec, TransportSpec};
 pub use error::Error;

@@ -38,9 +38,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::catalog::Catalog;
 use crate::config::{MIN_REFRESH, RegistryConfig, ServerSpec, TransportSpec};
+use crate::dedicated::{self, CallConnections, Pick, declares_questions};
 use crate::events::{Event, EventBus, now_ms};
 use crate::schema::{Quarantined, compile_tools};
-use crate::{Error, config};
+use crate::{Error, config, stats};
 
 /// Health of a server, as the router sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -140,6 +141,9 @@ pub struct ServerEntry {
     /// across a handshake: concurrent callers with the same capabilities share the slot's
     /// one handshake, callers with other capabilities do not wait for it.
     sessions: Mutex<HashMap<String, Arc<SessionSlot>>>,
+    /// Calls in flight on a legacy stdio or WebSocket server, and the connections of their own
+    /// its questioning calls get (see [`Registry::client_for_call`]).
+    calls: Arc<CallConnections>,
 }
 
 /// The outcome of a server's last completed listing.
@@ -257,6 +261,8 @@ struct Inner {
     /// Names of servers being added (between the name check and the insertion, which awaits
     /// the store); guarded together with the check, so a name is claimed atomically.
     adding: Mutex<HashSet<String>>,
+    /// The process sampler's counters.
+    sampler: Arc<stats::Counters>,
 }
 
 /// A name claimed by an [`Registry::add`] in progress; released when dropped (the add
@@ -322,6 +328,84 @@ impl Registry {
         Some(shared)
     }
 
+    /// The client for one call of a caller with capabilities `caps`: hold it for the call's
+    /// duration and drop it at the end (the call is counted until then).
+    ///
+    /// For a legacy stdio or WebSocket server, a question the server asks during a call (an
+    /// elicitation, sampling or roots request) names no call, so it can only reach the right
+    /// caller when it is the only call in flight on its connection. Once the server has been
+    /// seen asking, or when the caller declares it can answer, a call that would share the
+    /// connection with another call in flight gets a connection of its own (see
+    /// [`crate::dedicated`]). Every other server gets what [`Registry::client_for`] gives.
+    ///
+    /// # Errors
+    /// [`Error::UnknownServer`]; [`Error::NotConnected`] (with the caller-facing reason);
+    /// [`Error::Busy`] when the server's connections of their own are all busy and none freed
+    /// up within [`RegistryConfig::call_connection_wait`].
+    pub async fn client_for_call(&self, name: &str, caps: &Value) -> Result<Arc<McpClient>, Error> {
+        let entry = self.entry(name).ok_or_else(|| Error::UnknownServer { name: name.to_owned() })?;
+        let shared = entry.client().ok_or_else(|| {
+            let (state, reason) = entry.state();
+            Error::NotConnected { server: entry.spec.name.clone(), state: state.as_str(), reason }
+        })?;
+        let streamed = matches!(entry.spec.transport, TransportSpec::Stdio { .. } | TransportSpec::Ws { .. });
+        if !streamed || shared.era() != Era::Legacy {
+            return Ok(self.client_for(name, caps).await.unwrap_or(shared));
+        }
+        let pool = &entry.calls;
+        let may_ask = pool.asked(&shared) || declares_questions(caps);
+        let config = &self.inner.config;
+        let deadline = tokio::time::Instant::now() + config.call_connection_wait;
+        loop {
+            let freed = pool.freed();
+            match pool.pick(&shared, may_ask, config.max_call_connections.max(1)) {
+                Pick::Ready(client, lease) => return Ok(Arc::new(client.leased(Box::new(lease)))),
+                Pick::Open(opening) => {
+                    let kind = entry.spec.transport.kind().as_str();
+                    let tap = Tap::new(self.inner.events.frame_sink(), "upstream", &entry.spec.name, kind);
+                    let options = self.inner.connect_options(&entry);
+                    let cancel = entry.cancel.child_token();
+                    return match dedicated::open(&entry.spec, tap, options, cancel.clone()).await {
+                        Ok(client) => {
+                            let (id, lease) = pool.insert(opening, client.clone());
+                            let idle = config.call_connection_idle;
+                            self.inner.tracker.spawn(dedicated::watch(
+                                pool.clone(),
+                                id,
+                                client.clone(),
+                                idle,
+                                cancel,
+                            ));
+                            tracing::debug!(server = %entry.spec.name, id, "a call got an upstream connection of its own");
+                            Ok(Arc::new(client.leased(Box::new(lease))))
+                        }
+                        Err(reason) => {
+                            // Sharing beats failing: the call works, only a question it causes
+                            // while another call runs cannot reach it.
+                            tracing::warn!(server = %entry.spec.name, %reason, "could not open a connection of its own for a call; it shares the server's connection");
+                            drop(opening);
+                            Ok(Arc::new(shared.leased(Box::new(pool.share()))))
+                        }
+                    };
+                }
+                Pick::Full => {
+                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                        return Err(Error::Busy {
+                            server: entry.spec.name.clone(),
+                            limit: config.max_call_connections,
+                            waited_ms: config.call_connection_wait.as_millis() as u64,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connections of their own `name`'s calls hold now (see [`Registry::client_for_call`]).
+    pub fn call_connections(&self, name: &str) -> usize {
+        self.entry(name).map_or(0, |e| e.calls.connections())
+    }
+
     /// Opens a 2025-11-25 HTTP session that declares `caps` (see [`Registry::client_for`]).
     async fn capability_session(
         &self,
@@ -368,7 +452,7 @@ impl Registry {
         events: EventBus,
         cancel: CancellationToken,
     ) -> Self {
-        Registry {
+        let registry = Registry {
             inner: Arc::new(Inner {
                 version: std::sync::atomic::AtomicU64::new(0),
                 config,
@@ -380,8 +464,35 @@ impl Registry {
                 cancel,
                 changed: Notify::new(),
                 adding: Mutex::new(HashSet::new()),
+                sampler: Arc::default(),
             }),
+        };
+        registry.start_sampler();
+        registry
+    }
+
+    /// Starts the process sampler (see [`crate::stats`]) when a runtime is there to run it; it
+    /// stops with the registry's cancellation.
+    fn start_sampler(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::debug!("no async runtime: the process sampler does not run");
+            return;
         }
+        let weak = Arc::downgrade(&self.inner);
+        let targets = move || weak.upgrade().map(|inner| inner.processes()).unwrap_or_default();
+        let inner = &self.inner;
+        inner.tracker.spawn(stats::run(
+            inner.events.clone(),
+            inner.config.stats_interval,
+            inner.sampler.clone(),
+            targets,
+            inner.cancel.clone(),
+        ));
+    }
+
+    /// What the process sampler has done so far.
+    pub fn sampler_counters(&self) -> stats::SamplerCounters {
+        self.inner.sampler.snapshot()
     }
 
     /// Installs the connector for `builtin = "…"` servers (before adding them).
@@ -441,6 +552,7 @@ impl Registry {
             listing: tokio::sync::Mutex::new(()),
             listed: Mutex::new(Listed::default()),
             sessions: Mutex::new(HashMap::new()),
+            calls: Arc::default(),
         });
         // Inserted before the reservation is released (on return), so the name is never free in between.
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
@@ -625,6 +737,19 @@ fn parse_era(s: &str) -> Option<Era> {
 }
 
 impl Inner {
+    /// The running stdio children, by server, for the process sampler.
+    fn processes(&self) -> Vec<stats::Target> {
+        let servers = self.servers.read().unwrap_or_else(PoisonError::into_inner);
+        servers
+            .values()
+            .flat_map(|e| {
+                // The shared connection's child, and those of the calls' own connections.
+                let shared = read(&e.upstream).and_then(|u| u.pid());
+                shared.into_iter().chain(e.calls.pids()).map(|pid| (Some(e.spec.name.clone()), pid))
+            })
+            .collect()
+    }
+
     /// Claims `spec`'s name for an add in progress, or says who has it.
     fn reserve_name(&self, spec: &ServerSpec) -> Result<NameReservation<'_>, Error> {
         let mut adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
@@ -865,8 +990,9 @@ fn same_lists(a: &Catalog, b: &Catalog) -> bool {
         && a.prompts == b.prompts
 }
 
-/// Lists a server's catalog and, when it changed (or on connect), stores a snapshot, bumps
-/// the registry version and publishes it.
+/// Lists a server's catalog and, when it changed (or on connect), bumps the registry version,
+/// publishes it (a `Catalog` event, and a `CatalogChanged` with the diff when an item differs)
+/// and then stores a snapshot: the events never wait for the disk.
 async fn list_and_publish(
     inner: &Inner,
     entry: &ServerEntry,
@@ -874,7 +1000,8 @@ async fn list_and_publish(
     trigger: &str,
 ) -> Result<usize, ClientError> {
     let catalog = list_catalog(client).await?;
-    if trigger != "connect" && same_lists(&entry.catalog(), &catalog) {
+    let previous = entry.catalog();
+    if trigger != "connect" && same_lists(&previous, &catalog) {
         // Nothing a caller could notice: keep the newer fetch time and ttl, say nothing above DEBUG.
         let count = catalog.tools.len();
         tracing::debug!(server = %entry.spec.name, %trigger, tools = count, "catalog unchanged");
@@ -883,6 +1010,34 @@ async fn list_and_publish(
     }
     for q in &catalog.quarantined {
         tracing::warn!(server = %entry.spec.name, tool = %q.name, error = %q.error, "tool quarantined: its schema does not compile");
+    }
+    let count = catalog.tools.len();
+    // Stored before the events, so a listener reading the registry sees the new catalog.
+    let catalog = Arc::new(catalog);
+    write(&entry.catalog, catalog.clone());
+    inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
+    inner.events.publish(Event::Catalog {
+        server_id: entry.id.clone(),
+        server: entry.spec.name.clone(),
+        tools: count,
+        quarantined: catalog.quarantined.clone(),
+        resources: catalog.resources.len(),
+        prompts: catalog.prompts.len(),
+        trigger: trigger.to_owned(),
+        at_ms: catalog.fetched_at_ms,
+    });
+    // Computed only when somebody listens (a reconnect to the same catalog, or a mere
+    // reordering, differs in nothing and publishes nothing).
+    if inner.events.active() {
+        let diff = previous.diff(&catalog);
+        if !diff.is_empty() {
+            tracing::debug!(server = %entry.spec.name, %trigger, ?diff, "catalog changed");
+            inner.events.publish(Event::CatalogChanged {
+                server: entry.spec.name.clone(),
+                diff,
+                at_ms: catalog.fetched_at_ms,
+            });
+        }
     }
     if let Some(store) = &inner.store {
         let snap = ToolSnapshot {
@@ -898,21 +1053,6 @@ async fn list_and_publish(
             tracing::warn!(error = %e, "could not persist tool snapshot");
         }
     }
-    let count = catalog.tools.len();
-    // Stored before the event, so a listener reading the registry sees the new catalog.
-    let catalog = Arc::new(catalog);
-    write(&entry.catalog, catalog.clone());
-    inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
-    inner.events.publish(Event::Catalog {
-        server_id: entry.id.clone(),
-        server: entry.spec.name.clone(),
-        tools: count,
-        quarantined: catalog.quarantined.clone(),
-        resources: catalog.resources.len(),
-        prompts: catalog.prompts.len(),
-        trigger: trigger.to_owned(),
-        at_ms: catalog.fetched_at_ms,
-    });
     Ok(count)
 }
 
@@ -960,6 +1100,7 @@ async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
             cfg.env = env.clone();
             cfg.cwd = cwd.clone();
             cfg.restart = entry.spec.restart.clone();
+            cfg.name = entry.spec.name.clone();
             let up = StdioUpstream::spawn(cfg, tap.clone(), entry.cancel.child_token());
             // Process lifecycle events go to the bus as they happen.
             let mut ev = up.events();
@@ -1226,7 +1367,7 @@ async fn next_listen(listen: &mut Option<Exchange>) -> Option<Message> {
 /// Handles a server message that belongs to no request. Returns `true` for a
 /// `list_changed` notification. Server → client requests are refused: the registry's
 /// own connection declares no client capabilities.
-async fn handle_server_message(up: &Arc<dyn Upstream>, msg: &Message) -> bool {
+pub(crate) async fn handle_server_message(up: &Arc<dyn Upstream>, msg: &Message) -> bool {
     if msg.is_request() {
         if let Some(id) = msg.id() {
             let m = msg.method().unwrap_or_default();

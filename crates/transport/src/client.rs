@@ -133,6 +133,8 @@ pub struct McpClient {
     options: ConnectOptions,
     handshake: RwLock<Handshake>,
     next_id: AtomicU64,
+    /// Held for as long as this client lives (see [`McpClient::leased`]).
+    _lease: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -149,7 +151,21 @@ impl McpClient {
     ) -> Result<McpClient, HandshakeFailure> {
         let next_id = AtomicU64::new(1);
         let hs = negotiate(upstream.as_ref(), &options, &next_id).await?;
-        Ok(McpClient { upstream, options, handshake: RwLock::new(hs), next_id })
+        Ok(McpClient { upstream, options, handshake: RwLock::new(hs), next_id, _lease: None })
+    }
+
+    /// This client's connection and handshake, holding `lease` until the returned client is
+    /// dropped: the registry hands one to each call on a connection it counts calls on, and
+    /// the lease's `Drop` is the call's end. Its request ids start anew; the transports this
+    /// is used on (stdio, WebSocket) give every request an id unique on the connection anyway.
+    pub fn leased(&self, lease: Box<dyn std::any::Any + Send + Sync>) -> McpClient {
+        McpClient {
+            upstream: self.upstream.clone(),
+            options: self.options.clone(),
+            handshake: RwLock::new(self.handshake()),
+            next_id: AtomicU64::new(self.next_id.load(Ordering::Relaxed)),
+            _lease: Some(lease),
+        }
     }
 
     /// The current handshake.

@@ -11,7 +11,7 @@
 //! cancelled upstream, while every other call goes on.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
@@ -56,6 +56,9 @@ pub(crate) struct Duplex {
     tap: Tap,
     /// Why the connection is down, when it is.
     down: Mutex<Option<Error>>,
+    /// Set (for good) once the server sent a request of its own other than `ping`
+    /// (elicitation, sampling, roots): see [`crate::Upstream::asked_client`].
+    asked: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -71,6 +74,7 @@ impl Duplex {
             incoming: broadcast::channel(256).0,
             tap,
             down: Mutex::new(Some(Error::NotRunning { detail: "not started yet".into() })),
+            asked: AtomicBool::new(false),
         })
     }
 
@@ -99,6 +103,11 @@ impl Duplex {
                 let _ = p.failure.set(err.clone());
             }
         }
+    }
+
+    /// Whether the server has ever asked the client something.
+    pub(crate) fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
     }
 
     pub(crate) fn is_attached(&self) -> bool {
@@ -258,6 +267,7 @@ impl Duplex {
             return;
         }
         if msg.is_request() {
+            self.asked.store(true, Ordering::Relaxed);
             // A stream carries no request id of its own, so a server → client request is
             // attributed to the call in flight when there is exactly one; otherwise it is
             // nobody's (it goes to `incoming`, where the registry refuses it).

@@ -5,7 +5,8 @@
 //! exponential backoff. The stderr tail is operator detail (it can hold secrets): it goes
 //! into events and the status, never into an error's message. A process that keeps dying right after it
 //! starts is a crash loop: after [`RestartPolicy::crash_loop_limit`] quick exits in a row
-//! the supervisor gives up and reports why.
+//! the supervisor gives up and reports why, naming the server ([`StdioConfig::name`]) and the
+//! exit statuses — never the command line, whose arguments can hold secrets (tokens, paths).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -59,6 +60,9 @@ impl RestartPolicy {
 /// How to start the child.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StdioConfig {
+    /// The server's name, used in reasons and logs instead of the command line (whose arguments
+    /// can hold secrets).
+    pub name: String,
     /// Program to run (looked up on `PATH`).
     pub command: String,
     /// Arguments.
@@ -79,6 +83,7 @@ impl StdioConfig {
     /// A config with defaults for everything but the command line.
     pub fn new(command: impl Into<String>, args: Vec<String>) -> Self {
         StdioConfig {
+            name: "stdio server".to_owned(),
             command: command.into(),
             args,
             env: BTreeMap::new(),
@@ -89,6 +94,7 @@ impl StdioConfig {
         }
     }
 
+    /// The command line, for the operator only (logs, the stderr tail): never in a reason.
     fn display(&self) -> String {
         std::iter::once(self.command.as_str())
             .chain(self.args.iter().map(String::as_str))
@@ -176,6 +182,8 @@ async fn supervise(
     shutdown: CancellationToken,
 ) {
     let mut quick_exits = 0u32;
+    // Exit statuses of the current streak of quick exits (the last few), for the give-up reason.
+    let mut streak: VecDeque<String> = VecDeque::new();
     let mut generation = 0u64;
     loop {
         generation += 1;
@@ -183,8 +191,12 @@ async fn supervise(
         let status = match start(&config) {
             Ok(child) => run_once(&config, child, &duplex, &state, &events, &shutdown, generation).await,
             Err(e) => {
+                // The command line is the operator's (stderr tail); the status callers may see is not.
                 lock(&state).stderr_tail.push_back(e.to_string());
-                Some(e.to_string())
+                Some(match &e {
+                    Error::Spawn { reason, .. } => format!("could not be started: {reason}"),
+                    other => other.to_string(),
+                })
             }
         };
         let Some(status) = status else {
@@ -207,16 +219,17 @@ async fn supervise(
         });
         if uptime < config.restart.quick_exit {
             quick_exits += 1;
+            streak.push_back(status.clone());
+            while streak.len() > STREAK_STATUSES {
+                streak.pop_front();
+            }
         } else {
             quick_exits = 0;
+            streak.clear();
         }
         if quick_exits >= config.restart.crash_loop_limit {
-            let reason = format!(
-                "`{}` exited {quick_exits} times in a row within {:?} of starting (last: {status})",
-                config.display(),
-                config.restart.quick_exit,
-            );
-            tracing::warn!(%reason, stderr = %tail, "giving up on stdio server");
+            let reason = give_up_reason(&config, quick_exits, &streak);
+            tracing::warn!(%reason, command = %config.display(), stderr = %tail, "giving up on stdio server");
             {
                 let mut s = lock(&state);
                 s.gave_up = true;
@@ -238,6 +251,21 @@ async fn supervise(
             _ = shutdown.cancelled() => { duplex.detach(Error::Closed); return; }
         }
     }
+}
+
+/// Exit statuses named in a give-up reason, at most.
+const STREAK_STATUSES: usize = 5;
+
+/// Why the supervisor gave up: the server's name and the exit statuses of the streak, never the
+/// command line.
+fn give_up_reason(config: &StdioConfig, quick_exits: u32, streak: &VecDeque<String>) -> String {
+    let statuses = streak.iter().map(String::as_str).collect::<Vec<_>>().join("; ");
+    let earlier = (quick_exits as usize).saturating_sub(streak.len());
+    let more = if earlier > 0 { format!(" and {earlier} earlier") } else { String::new() };
+    format!(
+        "stdio server `{}` exited {quick_exits} times in a row within {:?} of starting (exit statuses: {statuses}{more})",
+        config.name, config.restart.quick_exit,
+    )
 }
 
 fn start(config: &StdioConfig) -> Result<Child, Error> {
@@ -298,7 +326,7 @@ async fn run_once(
     });
     duplex.attach(wtx);
     let _ = events.send(UpstreamEvent::Started { pid, generation });
-    tracing::info!(?pid, generation, command = %config.display(), "stdio server started");
+    tracing::info!(server = %config.name, ?pid, generation, command = %config.display(), "stdio server started");
     let status = tokio::select! {
         st = child.wait() => Some(st.map(|s| s.to_string()).unwrap_or_else(|e| format!("wait failed: {e}"))),
         _ = shutdown.cancelled() => None,
@@ -347,6 +375,10 @@ impl Upstream for StdioUpstream {
         self.events.subscribe()
     }
 
+    fn asked_client(&self) -> bool {
+        self.duplex.asked()
+    }
+
     fn status(&self) -> UpstreamStatus {
         let s = lock(&self.state);
         UpstreamStatus {
@@ -358,6 +390,10 @@ impl Upstream for StdioUpstream {
             last_error: s.last_error.clone(),
             session_id: None,
         }
+    }
+
+    fn pid(&self) -> Option<u32> {
+        lock(&self.state).pid
     }
 
     async fn close(&self) {

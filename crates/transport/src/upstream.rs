@@ -127,6 +127,20 @@ pub trait Upstream: Send + Sync + 'static {
     /// Current connection status.
     fn status(&self) -> UpstreamStatus;
 
+    /// The child process's id, when this upstream is a running process (stdio). Cheap: unlike
+    /// [`Upstream::status`] it reads nothing from the system.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    /// `true` once the server has sent a request of its own (elicitation, sampling, roots) on
+    /// this connection's shared stream (stdio, WebSocket). Such a question can only be
+    /// attributed to a call when it is the one call in flight, so the registry gives the calls
+    /// of such a server connections of their own.
+    fn asked_client(&self) -> bool {
+        false
+    }
+
     /// Called by the client after a successful handshake, with the negotiated protocol
     /// version; legacy HTTP uses it to send later requests with the session headers and
     /// to open the GET stream.

@@ -145,6 +145,10 @@ impl Upstream for WsUpstream {
         self.events.subscribe()
     }
 
+    fn asked_client(&self) -> bool {
+        self.duplex.asked()
+    }
+
     fn status(&self) -> UpstreamStatus {
         UpstreamStatus {
             connected: self.duplex.is_attached(),

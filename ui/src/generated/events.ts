@@ -265,13 +265,33 @@ prompts_added: Array<string>,
  */
 prompts_removed: Array<string>, 
 /**
+ * Prompts whose definition changed, by name.
+ */
+prompts_changed: Array<string>, 
+/**
  * Resources added, by URI.
  */
 resources_added: Array<string>, 
 /**
  * Resources removed, by URI.
  */
-resources_removed: Array<string>, };
+resources_removed: Array<string>, 
+/**
+ * Resources whose definition changed, by URI.
+ */
+resources_changed: Array<string>, 
+/**
+ * Resource templates added, by URI template.
+ */
+templates_added: Array<string>, 
+/**
+ * Resource templates removed, by URI template.
+ */
+templates_removed: Array<string>, 
+/**
+ * Resource templates whose definition changed, by URI template.
+ */
+templates_changed: Array<string>, };
 
 export type EventKind = "handshake" | "negotiation" | "server_state" | "catalog" | "catalog_changed" | "upstream" | "frame" | "trace" | "notification" | "flow_progress" | "process_stats";
 
@@ -443,15 +463,20 @@ run_id: string,
  */
 node: string, 
 /**
- * `running`, `progress`, `succeeded`, `failed`, `cancelled`.
+ * `running`, `progress`, `retrying`, `succeeded`, `failed`, `skipped`, `cancelled`.
  */
 status: string, 
 /**
- * Progress so far, 0..=1, when known.
+ * Progress so far, 0..=1, when the tool reported a total.
  */
 progress: number | null, 
 /**
- * A line for the operator.
+ * Time spent on the node so far (all attempts and backoffs), in milliseconds, when the
+ * engine measured it (at `running`, 0, and when the node settled).
+ */
+elapsed_ms: number | null, 
+/**
+ * A line for the operator (the tool called, its progress message, the error).
  */
 message: string | null, 
 /**
@@ -459,21 +484,27 @@ message: string | null,
  */
 at_ms: number, } | { "type": "process_stats", 
 /**
+ * The server whose child process this is; `None` for the router process.
+ */
+server: string | null, 
+/**
+ * Process id.
+ */
+pid: number, 
+/**
  * Resident memory in bytes.
  */
 rss_bytes: number, 
 /**
- * CPU use since the previous sample, in percent of one core.
+ * CPU use since the previous sample of this process, in percent of one core (0 on a
+ * process's first sample).
  */
 cpu_percent: number, 
 /**
- * Requests being forwarded now.
+ * Events subscribers lost since the previous sample, all subscribers together (on the
+ * router's own sample only).
  */
-in_flight: number, 
-/**
- * Events subscribers lost since the previous sample (all subscribers together).
- */
-events_lost: number, 
+events_lost: number | null, 
 /**
  * Unix milliseconds.
  */

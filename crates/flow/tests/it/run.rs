@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use switchboard_flow::{CancellationToken, Engine, Flow, NodeOutcome, RunEvent, RunOptions, RunOutcome};
+use switchboard_flow::{
+    CancellationToken, Engine, Flow, NodeOutcome, RunEvent, RunObserver, RunOptions, RunOutcome,
+};
 use tokio::sync::mpsc;
 
 use crate::common::{
@@ -72,6 +74,47 @@ async fn three_nodes_run_in_order_with_progress_and_rendered_arguments() {
     assert_eq!((knowledge.tool.as_str(), knowledge.attempts), (KNOWLEDGE, 1));
     assert_eq!(knowledge.input.as_ref(), fake.calls_of(KNOWLEDGE).first());
     assert_eq!(knowledge.output, Some(knowledge_output()));
+}
+
+/// Records what an engine-wide observer is told.
+#[derive(Default)]
+struct Watcher {
+    seen: std::sync::Mutex<Vec<RunEvent>>,
+    listening: std::sync::atomic::AtomicBool,
+}
+
+impl RunObserver for Watcher {
+    fn active(&self) -> bool {
+        self.listening.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn observe(&self, event: &RunEvent) {
+        self.seen.lock().unwrap().push(event.clone());
+    }
+}
+
+#[tokio::test]
+async fn an_engine_wide_observer_sees_every_event_in_order_and_nothing_while_inactive() {
+    let fake = Fake::new();
+    fake.script(VISION, [Step::ProgressThenReply(vision_output()), Step::ProgressThenReply(vision_output())]);
+    let flow = default_flow(&fake);
+    let watcher = Arc::new(Watcher::default());
+    let engine = Engine::new(fake.clone()).with_observer(watcher.clone());
+    let input = json!({"image": "http://127.0.0.1:9/blobs/abc"});
+    // Nobody listening: the observer is told nothing (and no run needs a channel for that).
+    let record = engine.run(&flow, input.clone(), RunOptions::default()).await;
+    assert_eq!(record.outcome, RunOutcome::Ok, "{record:#?}");
+    assert!(watcher.seen.lock().unwrap().is_empty());
+
+    watcher.listening.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (tx, mut rx) = mpsc::channel(64);
+    let record = engine.run(&flow, input, RunOptions { events: Some(tx), ..RunOptions::default() }).await;
+    assert_eq!(record.outcome, RunOutcome::Ok, "{record:#?}");
+    let observed: Vec<String> = watcher.seen.lock().unwrap().iter().map(label).collect();
+    let channel: Vec<String> = drain(&mut rx).iter().map(label).collect();
+    assert_eq!(observed, channel, "the observer and the run's channel see the same events in the same order");
+    assert_eq!(observed.first().map(String::as_str), Some("run_started"));
+    assert!(observed.contains(&"progress vision 1".to_owned()), "{observed:?}");
 }
 
 #[tokio::test]

@@ -17,10 +17,11 @@ async fn a_crash_looping_server_is_unavailable_with_its_stderr_tail_for_the_oper
         "crashy",
         ServerToml {
             command: Some("sh".into()),
-            // Computed, so the command line (which the reason names) does not contain it.
+            // The secret is computed, so only stderr holds it; the command line holds another one.
             args: vec![
                 "-c".into(),
-                "echo \"Error: cannot open database /var/lib/x$((6*7)).db\" >&2; exit 2".into(),
+                "echo \"Error: cannot open database /var/lib/x$((6*7)).db\" >&2; exit 2 # --token=s3cr3t"
+                    .into(),
             ],
             restart: RestartToml {
                 initial_backoff_ms: Some(10),
@@ -38,8 +39,11 @@ async fn a_crash_looping_server_is_unavailable_with_its_stderr_tail_for_the_oper
     // Give the supervisor time to finish its five attempts, then read the final reason.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let v = h.registry.servers().into_iter().find(|v| v.name == "crashy").unwrap();
-    assert!(v.reason.contains("5 times in a row"), "{}", v.reason);
+    assert!(v.reason.contains("`crashy` exited 5 times in a row"), "{}", v.reason);
+    assert!(v.reason.contains("exit status: 2"), "{}", v.reason);
     assert!(!v.reason.contains("x42.db"), "{}", v.reason);
+    // Neither the caller's reason nor the operator's detail repeats the command line (it can hold secrets).
+    assert!(!v.reason.contains("s3cr3t") && !v.reason.contains("sh -c"), "{}", v.reason);
     let detail = v.detail.clone().expect("an operator detail");
     assert!(
         detail.contains("5 times in a row") && detail.contains("cannot open database /var/lib/x42.db"),

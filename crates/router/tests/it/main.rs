@@ -5,6 +5,8 @@
 
 mod common;
 mod concurrency;
+mod events;
 mod lifecycle;
 mod peers;
+mod questions;
 mod refresh;
