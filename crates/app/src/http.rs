@@ -115,11 +115,15 @@ pub fn app(
 ) -> (Router, Adapter) {
     let config = GatewayConfig { endpoint: (*state.endpoint).clone(), edge };
     let gateway = Gateway::new(state.registry.clone(), config, cancel);
-    let mut outer = router_with(state, &gateway);
-    if let Some(token) = token {
-        outer = outer.layer(axum::middleware::from_fn_with_state(token, crate::auth::require));
+    (with_token(router_with(state, &gateway), token), gateway.adapter().clone())
+}
+
+/// `router` behind the bearer token ([`crate::auth`]) when one is set; `/healthz` stays open.
+pub fn with_token(router: Router, token: Option<crate::auth::BearerToken>) -> Router {
+    match token {
+        Some(token) => router.layer(axum::middleware::from_fn_with_state(token, crate::auth::require)),
+        None => router,
     }
-    (outer, gateway.adapter().clone())
 }
 
 /// Serves `app` on `listener` with the default [`ListenerConfig`] until `cancel` fires (see
