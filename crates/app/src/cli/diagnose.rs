@@ -92,12 +92,7 @@ pub(crate) async fn command(sources: Sources<'_>, args: Args) -> ExitCode {
     if let Some(c) = args.context {
         extra.insert("context".into(), c.into());
     }
-    let opts = DiagnoseOptions {
-        image,
-        flow: args.flow,
-        extra,
-        progress: !args.json,
-    };
+    let opts = DiagnoseOptions { image, flow: args.flow, extra, progress: !args.json };
     let result = async {
         let cfg = sources.load()?;
         let env = Env::start(&cfg, args.max_bytes).await?;
