@@ -1,9 +1,9 @@
 //! The router's HTTP listener: the MCP endpoint, blobs, health and the read-only server list.
 //!
-//! `fn router(state)` builds the axum app so tests can call it without a socket; the
-//! MCP endpoint (`/mcp`, see [`crate::endpoint`]) lives here too; the admin API joins later.
-//! `fn app(state, edge, cancel)` wraps it with what the served listener adds around `/mcp`:
-//! deadlines and traces, WebSocket clients and the optional bearer token.
+//! [`router_with`] builds the axum app around a [`Gateway`] (which brings `/mcp`) so tests can
+//! call it without a socket; [`with_token`] puts it behind the bearer token. [`crate::App`]
+//! composes the two for every binary; [`router`] and [`app`] are the same for tests that build
+//! their own registry. The admin API joins later.
 
 use std::sync::Arc;
 
