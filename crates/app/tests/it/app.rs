@@ -159,13 +159,14 @@ async fn shutdown_finishes_the_call_in_flight_refuses_new_connections_then_close
     }
 
     let shutdown = tokio::spawn(app.shutdown(Duration::from_secs(60)));
-    let refused = loop {
+    // Until the listener socket is closed a connection may still be taken into the backlog
+    // (and then reset, unserved); after that every one is refused.
+    loop {
         match tokio::net::TcpStream::connect(addr).await {
-            Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-            Err(e) => break e,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            _ => tokio::time::sleep(Duration::from_millis(5)).await,
         }
-    };
-    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused, "{refused}");
+    }
     assert!(!call.is_finished(), "the listener stopped accepting while the call was still in flight");
 
     let (status, answer) = call.await.unwrap();
