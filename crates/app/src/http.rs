@@ -1,9 +1,9 @@
 //! The router's HTTP listener: the MCP endpoint, blobs, health and the read-only server list.
 //!
-//! `fn router(state)` builds the axum app so tests can call it without a socket; the
-//! MCP endpoint (`/mcp`, see [`crate::endpoint`]) lives here too; the admin API joins later.
-//! `fn app(state, edge, cancel)` wraps it with what the served listener adds around `/mcp`:
-//! deadlines and traces, WebSocket clients and the optional bearer token.
+//! [`router_with`] builds the axum app around a [`Gateway`] (which brings `/mcp`) so tests can
+//! call it without a socket; [`with_token`] puts it behind the bearer token. [`crate::App`]
+//! composes the two for every binary; [`router`] and [`app`] are the same for tests that build
+//! their own registry. The admin API joins later.
 
 use std::sync::Arc;
 
@@ -115,11 +115,15 @@ pub fn app(
 ) -> (Router, Adapter) {
     let config = GatewayConfig { endpoint: (*state.endpoint).clone(), edge };
     let gateway = Gateway::new(state.registry.clone(), config, cancel);
-    let mut outer = router_with(state, &gateway);
-    if let Some(token) = token {
-        outer = outer.layer(axum::middleware::from_fn_with_state(token, crate::auth::require));
+    (with_token(router_with(state, &gateway), token), gateway.adapter().clone())
+}
+
+/// `router` behind the bearer token ([`crate::auth`]) when one is set; `/healthz` stays open.
+pub fn with_token(router: Router, token: Option<crate::auth::BearerToken>) -> Router {
+    match token {
+        Some(token) => router.layer(axum::middleware::from_fn_with_state(token, crate::auth::require)),
+        None => router,
     }
-    (outer, gateway.adapter().clone())
 }
 
 /// Serves `app` on `listener` with the default [`ListenerConfig`] until `cancel` fires (see

@@ -3,8 +3,10 @@
 //! directly, in one run, on loopback.
 //!
 //! With [`Upstream::Http`], [`run`] starts an in-process fixture (Streamable HTTP, 2026-07-28
-//! stateless) and a router (a [`Registry`] with that fixture as its only upstream, plus the
-//! app's HTTP listener), both on `127.0.0.1:0`. With [`Upstream::Stdio`] the upstream is the
+//! stateless) and a router with that fixture as its only upstream, both on `127.0.0.1:0`. The
+//! router is what `switchboard serve` runs — [`App::build`] with its store in a temporary
+//! directory, request traces, the edge's deadlines and a bearer token (sent by every router
+//! request) — so the figures include all of it. With [`Upstream::Stdio`] the upstream is the
 //! `mcp-fixture` binary over stdio: "direct" is a client speaking to its own child process,
 //! "router" reaches another child through the router's endpoint. Both phases use the same
 //! number of concurrent clients; the [`Report`] gives their difference.
@@ -16,13 +18,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
-use switchboard_app::blobs::BlobStore;
-use switchboard_app::endpoint::EndpointConfig;
-use switchboard_app::http::{HttpState, router, serve};
+use switchboard_app::auth::BearerToken;
+use switchboard_app::{App, AppOptions};
 use switchboard_fixtures::Fixture;
 use switchboard_fixtures::config::{FixtureConfig, TransportKind};
+use switchboard_router::ServerState;
 use switchboard_router::config::{ServerToml, spec_from_toml};
-use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
 use switchboard_transport::{ConnectOptions, McpClient, Tap};
 use tokio_util::sync::CancellationToken;
@@ -137,8 +138,9 @@ impl Report {
 /// One phase's target.
 #[derive(Clone)]
 enum Target {
-    /// An MCP endpoint URL and the tool name it knows `echo` by.
-    Http { url: String, tool: Arc<str> },
+    /// An MCP endpoint URL, the tool name it knows `echo` by and the `Authorization` header
+    /// it requires.
+    Http { url: String, tool: Arc<str>, auth: Option<Arc<str>> },
     /// A stdio server reached through its own client.
     Stdio(Arc<McpClient>),
 }
@@ -161,6 +163,13 @@ fn fixture_bin(cfg: &BenchConfig) -> anyhow::Result<String> {
     Ok(path.to_string_lossy().into_owned())
 }
 
+/// A fresh bearer token for the router (32 random bytes, hex).
+fn random_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Runs both phases against a fresh fixture and router, then shuts them down.
 pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
     if cfg.concurrency == 0 || cfg.requests == 0 {
@@ -181,7 +190,7 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
                 async move { fixture.serve(stop).await }
             });
             (
-                Target::Http { url: url.clone(), tool: Arc::from("echo") },
+                Target::Http { url: url.clone(), tool: Arc::from("echo"), auth: None },
                 ServerToml { url: Some(url), ..Default::default() },
             )
         }
@@ -201,32 +210,33 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
         }
     };
 
-    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(1000), stop.child_token());
-    let spec = spec_from_toml("fixture", toml, "bench").context("building the upstream spec")?;
-    registry.add(spec).await.context("registering the upstream")?;
-    registry
+    // The router is the stack `serve` runs: App with its store, traces, edge and a bearer token.
+    let dir = tempfile::tempdir().context("creating the router's directory")?;
+    let mut config =
+        switchboard_app::config::parse("", "bench", &[], Some(&dir.path().join("switchboard.db")))
+            .context("building the router's config")?;
+    config.servers.push(spec_from_toml("fixture", toml, "bench").context("building the upstream spec")?);
+    let token = random_token()?;
+    let options = AppOptions { token: BearerToken::new(&token), ..AppOptions::default() };
+    let app = App::build(&config, options).await.context("building the router")?;
+    app.registry()
         .wait_for("fixture", ServerState::Ready, Duration::from_secs(30))
         .await
         .context("the upstream did not become ready")?;
-    let dir = tempfile::tempdir().context("creating a blob directory")?;
-    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).context("opening the blob store")?;
-    let app = router(HttpState {
-        blobs,
-        registry: Some(registry.clone()),
-        endpoint: Arc::new(EndpointConfig::default()),
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the router")?;
-    let router_url = format!("http://{}/mcp", listener.local_addr()?);
-    tokio::spawn(serve(listener, app, stop.child_token()));
+    let addr =
+        app.listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await.context("binding the router")?;
+    let router_url = format!("http://{addr}/mcp");
+    let auth: Option<Arc<str>> = Some(Arc::from(format!("Bearer {token}")));
 
     let http = client(cfg.concurrency)?;
-    let router_tool = echo_name(&http, &router_url).await.context("finding echo through the router")?;
+    let router_tool =
+        echo_name(&http, &router_url, auth.as_deref()).await.context("finding echo through the router")?;
 
-    let router = Target::Http { url: router_url, tool: Arc::from(router_tool.as_str()) };
+    let router = Target::Http { url: router_url, tool: Arc::from(router_tool.as_str()), auth };
     let (direct, t1) = phase(cfg, &direct, deadline).await?;
     let (router, t2) = phase(cfg, &router, deadline).await?;
+    app.shutdown(Duration::from_secs(5)).await;
     stop.cancel();
-    drop(registry);
 
     Ok(Report {
         upstream: cfg.upstream,
@@ -261,7 +271,13 @@ fn request(id: u64, method: &str, mut params: Value) -> Value {
 
 /// POSTs one request with the headers a correct 2026-07-28 client sends; returns the JSON-RPC
 /// response (from a JSON body or the last message of an SSE body).
-async fn post(http: &reqwest::Client, url: &str, body: &Value, name: Option<&str>) -> anyhow::Result<Value> {
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    auth: Option<&str>,
+    body: &Value,
+    name: Option<&str>,
+) -> anyhow::Result<Value> {
     let method = body["method"].as_str().unwrap_or_default();
     let mut req = http
         .post(url)
@@ -270,6 +286,9 @@ async fn post(http: &reqwest::Client, url: &str, body: &Value, name: Option<&str
         .header("Mcp-Method", method);
     if let Some(n) = name {
         req = req.header("Mcp-Name", n);
+    }
+    if let Some(a) = auth {
+        req = req.header("Authorization", a);
     }
     let mut r = req.json(body).send().await?;
     let status = r.status();
@@ -317,8 +336,8 @@ fn parse_body(text: &str) -> anyhow::Result<Value> {
 }
 
 /// The name the router exposes the fixture's `echo` tool under.
-async fn echo_name(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
-    let r = post(http, url, &request(0, "tools/list", json!({})), None).await?;
+async fn echo_name(http: &reqwest::Client, url: &str, auth: Option<&str>) -> anyhow::Result<String> {
+    let r = post(http, url, auth, &request(0, "tools/list", json!({})), None).await?;
     let tools = r["result"]["tools"].as_array().context("tools/list returned no tools")?;
     tools
         .iter()
@@ -331,9 +350,9 @@ async fn echo_name(http: &reqwest::Client, url: &str) -> anyhow::Result<String> 
 /// One `tools/call echo {text:"x"}`; true when answered with the echoed text.
 async fn call_echo(http: &reqwest::Client, target: &Target, id: u64) -> bool {
     match target {
-        Target::Http { url, tool } => {
+        Target::Http { url, tool, auth } => {
             let body = request(id, "tools/call", json!({"name": &**tool, "arguments": {"text": "x"}}));
-            match post(http, url, &body, Some(tool)).await {
+            match post(http, url, auth.as_deref(), &body, Some(tool)).await {
                 Ok(r) => r["id"] == id && r.get("result").is_some() && r["result"]["isError"] != true,
                 Err(_) => false,
             }

@@ -2,6 +2,7 @@
 //! official conformance suite's client scenarios, `serve` + `servers` over one store.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod app;
 mod bridging;
 mod cli;
 mod conformance;

@@ -1,4 +1,4 @@
-//! `switchboard diagnose IMAGE`: the thermal diagnosis flow through the router.
+//! `switchboard diagnose IMAGE` and `bench-diagnose`: the thermal diagnosis flow through the router.
 //!
 //! Everything runs in this process but on the real paths: the image goes into the blob
 //! store and reaches vision as a `blob:<sha256>` reference (read from the blob directory,
@@ -8,105 +8,186 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
+use switchboard_app::config::AppConfig;
+use switchboard_app::invoker::RegistryInvoker;
+use switchboard_app::{App, AppOptions};
 use switchboard_flow::{Engine, Flow, RunEvent, RunOptions, RunOutcome, RunRecord, RunSink, StoreSink};
-use switchboard_router::{EventBus, Registry};
-use switchboard_store::{Store, StoreConfig};
-use tokio_util::sync::CancellationToken;
 
-use crate::blobs::{BlobStore, DEFAULT_MAX_BLOB};
-use crate::builtins::{Builtins, BuiltinsConfig};
-use crate::config::AppConfig;
-use crate::invoker::RegistryInvoker;
+use super::Sources;
 
 /// The default flow, shipped in the binary.
-pub const DEFAULT_FLOW: &str = include_str!("../../../assets/flows/thermal-diagnosis.toml");
+const DEFAULT_FLOW: &str = include_str!("../../../../assets/flows/thermal-diagnosis.toml");
 /// Its name for error messages.
-pub const DEFAULT_FLOW_NAME: &str = "assets/flows/thermal-diagnosis.toml";
+const DEFAULT_FLOW_NAME: &str = "assets/flows/thermal-diagnosis.toml";
 
 /// What to diagnose and how.
 #[derive(Debug, Clone, Default)]
-pub struct DiagnoseOptions {
+pub(crate) struct DiagnoseOptions {
     /// The image file.
     pub image: PathBuf,
     /// A flow file instead of the default one.
     pub flow: Option<PathBuf>,
     /// Extra run inputs (emissivity, ambient_c, context, …).
     pub extra: Map<String, Value>,
-    /// Largest accepted image.
-    pub max_bytes: Option<u64>,
     /// Draw progress on stderr.
     pub progress: bool,
 }
 
-/// A running diagnosis environment: registry with the built-in servers, blob store and
-/// its HTTP listener.
-pub struct Env {
-    /// The registry.
-    pub registry: Registry,
-    /// The store.
-    pub store: Store,
-    /// The blob store.
-    pub blobs: BlobStore,
-    /// Base URL of the HTTP listener (`http://127.0.0.1:PORT`).
-    pub base_url: String,
-    cancel: CancellationToken,
+/// `switchboard diagnose`'s arguments (see the command's help).
+#[derive(Debug)]
+pub(crate) struct Args {
+    pub image: Option<PathBuf>,
+    pub flow: Option<PathBuf>,
+    pub json: bool,
+    pub emissivity: Option<f64>,
+    pub ambient_c: Option<f64>,
+    pub context: Option<String>,
+    pub max_bytes: u64,
+    pub equipment: Option<String>,
+    pub eval: bool,
+    pub data: Option<PathBuf>,
+}
+
+/// Runs `switchboard diagnose`.
+pub(crate) async fn command(sources: Sources<'_>, args: Args) -> ExitCode {
+    if std::env::var_os("RUST_LOG").is_some() {
+        super::init_tracing();
+    }
+    if args.eval {
+        return match eval(args.data.as_deref()).await {
+            Ok(report) => {
+                if args.json {
+                    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+                } else {
+                    print!("{}", report.render());
+                }
+                if report.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            }
+            Err(e) => {
+                eprintln!("switchboard: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let Some(image) = args.image else {
+        eprintln!("switchboard: diagnose needs an IMAGE (or --eval)");
+        return ExitCode::FAILURE;
+    };
+    let mut extra = serde_json::Map::new();
+    if let Some(e) = args.equipment {
+        extra.insert("equipment".into(), e.into());
+    }
+    if let Some(e) = args.emissivity {
+        extra.insert("emissivity".into(), e.into());
+    }
+    if let Some(a) = args.ambient_c {
+        extra.insert("ambient_c".into(), a.into());
+    }
+    if let Some(c) = args.context {
+        extra.insert("context".into(), c.into());
+    }
+    let opts = DiagnoseOptions { image, flow: args.flow, extra, progress: !args.json };
+    let result = async {
+        let cfg = sources.load()?;
+        let env = Env::start(&cfg, args.max_bytes).await?;
+        let record = env.diagnose(&opts).await;
+        env.shutdown().await;
+        record
+    }
+    .await;
+    match result {
+        Ok(record) => {
+            if args.json {
+                outln!("{}", serde_json::to_string_pretty(&record).unwrap_or_default());
+            } else {
+                out!("{}", render(&record));
+            }
+            if record.outcome == RunOutcome::Ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("switchboard: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `switchboard bench-diagnose`.
+pub(crate) async fn bench_command(sources: Sources<'_>, image: &Path, runs: usize) -> ExitCode {
+    let result = async {
+        let cfg = sources.load()?;
+        let env = Env::start(&cfg, switchboard_app::blobs::DEFAULT_MAX_BLOB).await?;
+        let r = bench(&env, image, runs.max(1)).await;
+        env.shutdown().await;
+        r
+    }
+    .await;
+    match result {
+        Ok(r) => {
+            outln!("runs            {}", r.runs);
+            for (node, p50, p95) in &r.nodes {
+                outln!("node {node:<10} p50 {p50:>7.1} ms   p95 {p95:>7.1} ms");
+            }
+            outln!("end to end      p50 {:>7.1} ms   p95 {:>7.1} ms", r.end_to_end.0, r.end_to_end.1);
+            outln!(
+                "baseline        p50 {:>7.1} ms   (thermal library alone, same image, same run)",
+                r.baseline_ms
+            );
+            outln!("ratio           {:.2}× baseline", r.ratio);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("switchboard: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A running diagnosis environment: the router ([`App`]) with the built-in servers ready and
+/// its HTTP listener on loopback.
+pub(crate) struct Env {
+    /// The router.
+    pub app: App,
 }
 
 impl Env {
-    /// Starts everything the flow needs and waits for the servers to be ready.
+    /// Starts everything the flow needs and waits for the servers to be ready. Without a
+    /// built-in server in the configuration, the embedded default's are added.
     pub async fn start(config: &AppConfig, max_bytes: u64) -> anyhow::Result<Env> {
-        let cancel = CancellationToken::new();
-        let store =
-            Store::open(&StoreConfig { path: config.db_path.clone(), ..StoreConfig::default() }).await?;
-        // Runs a crash left "running" are failed, not forever in progress.
-        store.interrupt_running_runs(crate::now_ms()).await?;
-        let registry = Registry::new(
-            config.registry.clone(),
-            Some(store.clone()),
-            EventBus::default(),
-            cancel.child_token(),
-        );
-        let knowledge_db = Some(crate::builtins::knowledge_db_beside(&config.db_path));
-        let blob_dir = Some(crate::builtins::blob_dir_beside(&config.db_path));
-        registry.set_builtins(Arc::new(
-            Builtins::new(&BuiltinsConfig {
-                knowledge_db,
-                blob_dir,
-                image_allow: config.image_allow.clone(),
-                ..Default::default()
-            })
-            .await?,
-        ));
-        let mut specs = config.servers.clone();
-        if !specs.iter().any(|s| matches!(s.transport, switchboard_router::TransportSpec::Builtin { .. })) {
-            specs.extend(
-                crate::config::parse(crate::config::EMBEDDED_DEFAULT, "embedded default config", &[], None)?
-                    .servers,
+        let mut config = config.clone();
+        if !config
+            .servers
+            .iter()
+            .any(|s| matches!(s.transport, switchboard_router::TransportSpec::Builtin { .. }))
+        {
+            config.servers.extend(
+                switchboard_app::config::parse(
+                    switchboard_app::config::EMBEDDED_DEFAULT,
+                    "embedded default config",
+                    &[],
+                    None,
+                )?
+                .servers,
             );
         }
-        registry.add_all(specs).await?;
-        registry.wait_settled(Duration::from_secs(30)).await;
-        let blobs = BlobStore::open(crate::builtins::blob_dir_beside(&config.db_path), max_bytes)?;
-        let listener =
-            tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the blob listener")?;
-        let base_url = format!("http://{}", listener.local_addr()?);
-        let app = crate::http::router(crate::http::HttpState {
-            blobs: blobs.clone(),
-            registry: Some(registry.clone()),
-            endpoint: Default::default(),
-        });
-        tokio::spawn(crate::http::serve(listener, app, cancel.child_token()));
-        Ok(Env { registry, store, blobs, base_url, cancel })
+        let app =
+            App::build(&config, AppOptions { max_blob: Some(max_bytes), ..AppOptions::default() }).await?;
+        app.registry().wait_settled(Duration::from_secs(30)).await;
+        // The blob store is also served on loopback, as `serve` serves it.
+        app.listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .context("binding the blob listener")?;
+        Ok(Env { app })
     }
 
     /// Loads a flow (the default one when `path` is `None`), validated against the live tools.
     pub fn load_flow(&self, path: Option<&Path>) -> anyhow::Result<Flow> {
-        let invoker = RegistryInvoker::new(self.registry.clone());
+        let invoker = RegistryInvoker::new(self.app.registry().clone());
         Ok(match path {
             Some(p) => Flow::load(p, &invoker)?,
             None => Flow::from_toml(DEFAULT_FLOW_NAME, DEFAULT_FLOW, &invoker)?,
@@ -116,18 +197,19 @@ impl Env {
     /// Runs a diagnosis.
     pub async fn diagnose(&self, opts: &DiagnoseOptions) -> anyhow::Result<RunRecord> {
         let flow = self.load_flow(opts.flow.as_deref())?;
-        let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.store.clone()));
-        let engine = Engine::new(Arc::new(RegistryInvoker::new(self.registry.clone())))
-            .with_sink(sink.clone())
-            .with_observer(Arc::new(self.registry.events().clone()));
+        let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.app.store().clone()));
+        let engine =
+            Engine::new(Arc::new(RegistryInvoker::new(self.app.registry().clone())))
+                .with_sink(sink.clone())
+                .with_observer(Arc::new(self.app.registry().events().clone()));
         let mut input = opts.extra.clone();
-        let blob = match self.blobs.put_file(&opts.image).await {
+        let blob = match self.app.blobs().put_file(&opts.image).await {
             Ok(b) => b,
             Err(e) => {
                 // The refusal is a failed run like any other, so it shows in the run history.
                 let reason = format!("image {}: {e}", opts.image.display());
                 input.insert("image".into(), json!(opts.image.display().to_string()));
-                let now = crate::now_ms();
+                let now = switchboard_app::now_ms();
                 let mut record = RunRecord {
                     run_id: format!("run-{now}-upload"),
                     flow: flow.name().to_owned(),
@@ -141,7 +223,7 @@ impl Env {
                 sink.run_started(&record).await.ok();
                 record.outcome = RunOutcome::Failed;
                 record.error = Some(reason.clone());
-                record.finished_at_ms = Some(crate::now_ms());
+                record.finished_at_ms = Some(switchboard_app::now_ms());
                 sink.run_finished(&record).await.ok();
                 return Ok(record);
             }
@@ -169,11 +251,9 @@ impl Env {
         Ok(record)
     }
 
-    /// Stops the servers and the listener.
+    /// Stops the listener, the servers and the store, in that order.
     pub async fn shutdown(self) {
-        self.cancel.cancel();
-        self.registry.shutdown(Duration::from_secs(5)).await;
-        self.store.close().await;
+        self.app.shutdown(Duration::from_secs(5)).await;
     }
 }
 
@@ -221,7 +301,7 @@ fn render_event(ev: &RunEvent, done: usize, total: usize) {
 }
 
 /// Renders a finished run for a terminal.
-pub fn render(record: &RunRecord) -> String {
+pub(crate) fn render(record: &RunRecord) -> String {
     let mut out = String::new();
     if record.outcome != RunOutcome::Ok {
         let outcome = format!("{:?}", record.outcome).to_lowercase();
@@ -281,7 +361,7 @@ pub fn render(record: &RunRecord) -> String {
 ///
 /// `data` is the thermal sample directory; default `$SWITCHBOARD_THERMAL_DATA`, else the first
 /// `shared/data/thermal` above the current directory.
-pub async fn eval(data: Option<&Path>) -> anyhow::Result<switchboard_servers::eval::EvalReport> {
+pub(crate) async fn eval(data: Option<&Path>) -> anyhow::Result<switchboard_servers::eval::EvalReport> {
     let dir = match data {
         Some(d) => d.to_path_buf(),
         None => match std::env::var_os("SWITCHBOARD_THERMAL_DATA") {
@@ -300,14 +380,9 @@ pub async fn eval(data: Option<&Path>) -> anyhow::Result<switchboard_servers::ev
     Ok(switchboard_servers::eval::run(&cases, kb, &dir).await)
 }
 
-/// The default upload limit for `diagnose`.
-pub fn default_max_bytes() -> u64 {
-    DEFAULT_MAX_BLOB
-}
-
 /// Latency figures of repeated diagnoses of one image.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct BenchReport {
+pub(crate) struct BenchReport {
     /// Runs measured (after one warm-up run).
     pub runs: usize,
     /// Median and 95th percentile of each node, in ms, by node id.
@@ -330,10 +405,10 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 }
 
 /// Runs the default flow `runs` times on `image` and the library baseline as often.
-pub async fn bench(env: &Env, image: &Path, runs: usize) -> anyhow::Result<BenchReport> {
+pub(crate) async fn bench(env: &Env, image: &Path, runs: usize) -> anyhow::Result<BenchReport> {
     let flow = env.load_flow(None)?;
-    let engine = Engine::new(Arc::new(RegistryInvoker::new(env.registry.clone())));
-    let blob = env.blobs.put_file(image).await?;
+    let engine = Engine::new(Arc::new(RegistryInvoker::new(env.app.registry().clone())));
+    let blob = env.app.blobs().put_file(image).await?;
     let input = json!({"image": format!("blob:{}", blob.sha256)});
     let bytes = tokio::fs::read(image).await?;
     let mut per_node: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();

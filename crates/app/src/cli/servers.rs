@@ -1,11 +1,45 @@
 //! `switchboard servers`: the registered servers and their state, as the store knows them.
 
+use std::process::ExitCode;
+
 use serde_json::{Value, json};
 use switchboard_store::Store;
 
+use super::Sources;
+
+/// Runs `switchboard servers`.
+pub(crate) async fn command(sources: Sources<'_>, json: bool) -> ExitCode {
+    let result = async {
+        let cfg = sources.load()?;
+        let store = switchboard_store::Store::open(&switchboard_store::StoreConfig {
+            path: cfg.db_path.clone(),
+            ..Default::default()
+        })
+        .await?;
+        let rows = rows(&store).await?;
+        store.close().await;
+        anyhow::Ok(rows)
+    }
+    .await;
+    match result {
+        Ok(rows) if json => {
+            outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Ok(rows) => {
+            out!("{}", render(&rows));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("switchboard: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// One row of the listing.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     /// Server id.
     pub server_id: String,
     /// Name.
@@ -27,7 +61,7 @@ pub struct Row {
 }
 
 /// Reads the rows from the store.
-pub async fn rows(store: &Store) -> anyhow::Result<Vec<Row>> {
+async fn rows(store: &Store) -> anyhow::Result<Vec<Row>> {
     let mut out = Vec::new();
     for s in store.servers().await? {
         let snap = store.latest_tool_snapshot(&s.server_id).await?;
@@ -50,7 +84,7 @@ pub async fn rows(store: &Store) -> anyhow::Result<Vec<Row>> {
 }
 
 /// Renders rows as a table.
-pub fn render(rows: &[Row]) -> String {
+fn render(rows: &[Row]) -> String {
     if rows.is_empty() {
         return "no servers registered (add [servers.NAME] tables to the config and run `switchboard serve`)\n".into();
     }
