@@ -117,6 +117,7 @@ pub struct App {
     blobs: BlobStore,
     gateway: Gateway,
     router: Router,
+    federation: switchboard_router::federation::FederationConfig,
     limits: ListenerConfig,
     traces: TraceSink,
     trace_writer: JoinHandle<()>,
@@ -217,6 +218,7 @@ impl App {
             blobs,
             gateway,
             router,
+            federation: config.endpoint.federation.clone(),
             limits: config.endpoint.listener,
             traces,
             trace_writer,
@@ -226,6 +228,12 @@ impl App {
             stdio: Mutex::new(Vec::new()),
             _root: root.drop_guard(),
         })
+    }
+
+    /// The flow engine's way to the registry: tools named as the endpoint names them (the
+    /// configured prefix mode and separator), routed through the one routing seam.
+    pub fn invoker(&self) -> crate::invoker::RegistryInvoker {
+        crate::invoker::RegistryInvoker::with_federation(self.registry.clone(), self.federation.clone())
     }
 
     /// The full HTTP application (`/healthz`, blobs, `/api/servers`, `/mcp`), behind the

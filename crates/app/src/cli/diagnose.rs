@@ -15,7 +15,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 use switchboard_app::config::AppConfig;
-use switchboard_app::invoker::RegistryInvoker;
 use switchboard_app::{App, AppOptions};
 use switchboard_flow::{Engine, Flow, RunEvent, RunOptions, RunOutcome, RunRecord, RunSink, StoreSink};
 
@@ -187,7 +186,7 @@ impl Env {
 
     /// Loads a flow (the default one when `path` is `None`), validated against the live tools.
     pub fn load_flow(&self, path: Option<&Path>) -> anyhow::Result<Flow> {
-        let invoker = RegistryInvoker::new(self.app.registry().clone());
+        let invoker = self.app.invoker();
         Ok(match path {
             Some(p) => Flow::load(p, &invoker)?,
             None => Flow::from_toml(DEFAULT_FLOW_NAME, DEFAULT_FLOW, &invoker)?,
@@ -199,7 +198,7 @@ impl Env {
         let flow = self.load_flow(opts.flow.as_deref())?;
         let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.app.store().clone()));
         let engine =
-            Engine::new(Arc::new(RegistryInvoker::new(self.app.registry().clone())))
+            Engine::new(Arc::new(self.app.invoker()))
                 .with_sink(sink.clone())
                 .with_observer(Arc::new(self.app.registry().events().clone()));
         let mut input = opts.extra.clone();
@@ -407,7 +406,7 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 /// Runs the default flow `runs` times on `image` and the library baseline as often.
 pub(crate) async fn bench(env: &Env, image: &Path, runs: usize) -> anyhow::Result<BenchReport> {
     let flow = env.load_flow(None)?;
-    let engine = Engine::new(Arc::new(RegistryInvoker::new(env.app.registry().clone())));
+    let engine = Engine::new(Arc::new(env.app.invoker()));
     let blob = env.app.blobs().put_file(image).await?;
     let input = json!({"image": format!("blob:{}", blob.sha256)});
     let bytes = tokio::fs::read(image).await?;

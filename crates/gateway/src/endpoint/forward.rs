@@ -149,8 +149,14 @@ impl Handler {
     /// anything comes before the response.
     async fn forward(self, server: &str, method: &str, params: Map<String, Value>) -> Reply {
         self.decided.set_upstream(server);
-        let Some(upstream) = self.registry.client_for(server, self.client.caps()).await else {
-            return self.upstream_failed(server, "not connected");
+        // A call of its own on a legacy stdio/WebSocket server that asks questions, so a
+        // question reaches the call that caused it (see `Registry::client_for_call`).
+        let upstream = match self.registry.client_for_call(server, self.client.caps()).await {
+            Ok(c) => c,
+            Err(switchboard_router::Error::NotConnected { .. } | switchboard_router::Error::UnknownServer { .. }) => {
+                return self.upstream_failed(server, "not connected");
+            }
+            Err(e) => return self.upstream_failed(server, e),
         };
         let Some(id) = self.id.clone() else { return Reply::Accepted };
         let correlation = self.correlation;
