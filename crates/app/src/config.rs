@@ -32,6 +32,19 @@ pub struct RouterToml {
     /// `mcp.json` files to import.
     #[serde(default)]
     pub mcp_json: Vec<PathBuf>,
+    /// Seconds between process statistics samples (taken only while somebody watches).
+    #[serde(default)]
+    pub stats_interval_secs: Option<f64>,
+    /// Connections of their own per legacy stdio/WebSocket server, for calls whose server
+    /// asks questions while other calls run (at least 1).
+    #[serde(default)]
+    pub max_call_connections: Option<usize>,
+    /// Seconds an idle connection of its own stays open.
+    #[serde(default)]
+    pub call_connection_idle_secs: Option<u64>,
+    /// Seconds a call waits for a connection of its own when all are busy.
+    #[serde(default)]
+    pub call_connection_wait_secs: Option<u64>,
 }
 
 fn default_refresh() -> u64 {
@@ -51,6 +64,10 @@ impl Default for RouterToml {
             handshake_timeout_secs: default_handshake(),
             request_timeout_secs: default_request(),
             mcp_json: Vec::new(),
+            stats_interval_secs: None,
+            max_call_connections: None,
+            call_connection_idle_secs: None,
+            call_connection_wait_secs: None,
         }
     }
 }
@@ -343,11 +360,31 @@ pub fn parse(
         warnings.extend(errors.iter().map(|e| format!("skipped: {e}")));
     }
     config::check_unique(&servers)?;
+    let defaults = RegistryConfig::default();
+    let r = &doc.router;
+    if r.max_call_connections == Some(0) {
+        anyhow::bail!("{source}: [router].max_call_connections must be at least 1");
+    }
+    let stats_interval = match r.stats_interval_secs {
+        Some(s) if !(0.1..=3600.0).contains(&s) => {
+            anyhow::bail!("{source}: [router].stats_interval_secs must be between 0.1 and 3600 (it is {s})")
+        }
+        Some(s) => Duration::from_secs_f64(s),
+        None => defaults.stats_interval,
+    };
     let registry = RegistryConfig {
-        refresh_interval: Duration::from_secs(doc.router.refresh_interval_secs).max(config::MIN_REFRESH),
-        handshake_timeout: Duration::from_secs(doc.router.handshake_timeout_secs.max(1)),
-        request_timeout: Duration::from_secs(doc.router.request_timeout_secs.max(1)),
-        ..RegistryConfig::default()
+        refresh_interval: Duration::from_secs(r.refresh_interval_secs).max(config::MIN_REFRESH),
+        handshake_timeout: Duration::from_secs(r.handshake_timeout_secs.max(1)),
+        request_timeout: Duration::from_secs(r.request_timeout_secs.max(1)),
+        stats_interval,
+        max_call_connections: r.max_call_connections.unwrap_or(defaults.max_call_connections),
+        call_connection_idle: r
+            .call_connection_idle_secs
+            .map_or(defaults.call_connection_idle, Duration::from_secs),
+        call_connection_wait: r
+            .call_connection_wait_secs
+            .map_or(defaults.call_connection_wait, Duration::from_secs),
+        ..defaults.clone()
     };
     let db_path = match db {
         Some(p) => p.to_path_buf(),
@@ -427,6 +464,29 @@ mod tests {
         let e =
             parse("[vision]\nimage_allow = [\"http://x/\"]\n", "v.toml", &[], None).unwrap_err().to_string();
         assert!(e.contains("[vision] image_allow"), "{e}");
+    }
+
+    #[test]
+    fn router_stats_and_call_connection_keys() {
+        let c = parse(
+            "[router]\nstats_interval_secs = 0.5\nmax_call_connections = 3\ncall_connection_idle_secs = 7\ncall_connection_wait_secs = 9\n",
+            "r.toml",
+            &[],
+            None,
+        )
+        .unwrap();
+        let r = &c.registry;
+        assert_eq!(r.stats_interval, Duration::from_millis(500));
+        assert_eq!(
+            (r.max_call_connections, r.call_connection_idle, r.call_connection_wait),
+            (3, Duration::from_secs(7), Duration::from_secs(9))
+        );
+        let d = parse("", "r.toml", &[], None).unwrap().registry;
+        assert_eq!(d.max_call_connections, RegistryConfig::default().max_call_connections);
+        let e = parse("[router]\nmax_call_connections = 0\n", "r.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("[router].max_call_connections"), "{e}");
+        let e = parse("[router]\nstats_interval_secs = 0\n", "r.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("stats_interval_secs"), "{e}");
     }
 
     #[test]

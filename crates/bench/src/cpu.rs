@@ -31,14 +31,14 @@ pub fn process() -> Option<Duration> {
     ticks(&stat).map(to_duration)
 }
 
-/// CPU time used by this process's live threads whose name starts with `prefix`.
-pub fn threads(prefix: &str) -> Option<Duration> {
+/// CPU time used by this process's live threads whose name starts with one of `prefixes`.
+pub fn threads(prefixes: &[&str]) -> Option<Duration> {
     let mut total = 0u64;
     let mut any = false;
     for entry in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let dir = entry.path();
         let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else { continue };
-        if !comm.trim_end().starts_with(prefix) {
+        if !prefixes.iter().any(|p| comm.trim_end().starts_with(p)) {
             continue;
         }
         if let Some(t) = std::fs::read_to_string(dir.join("stat")).ok().as_deref().and_then(ticks) {
@@ -49,10 +49,10 @@ pub fn threads(prefix: &str) -> Option<Duration> {
     any.then(|| to_duration(total))
 }
 
-/// CPU used between two readings, per call, in µs.
-pub fn per_call_us(before: Option<Duration>, after: Option<Duration>, calls: usize) -> Option<f64> {
-    let (b, a) = (before?, after?);
-    (calls > 0).then(|| a.saturating_sub(b).as_secs_f64() * 1e6 / calls as f64)
+/// CPU spent over `calls` calls, per call, in µs.
+pub fn per_call_us(spent: Option<Duration>, calls: usize) -> Option<f64> {
+    let spent = spent?;
+    (calls > 0).then(|| spent.as_secs_f64() * 1e6 / calls as f64)
 }
 
 #[cfg(test)]
@@ -78,13 +78,14 @@ mod tests {
                 while started.elapsed() < Duration::from_millis(50) {
                     x = x.wrapping_mul(31).wrapping_add(1);
                 }
-                let seen = threads("cpu-probe");
+                let seen = threads(&["cpu-probe"]);
                 (x, seen)
             })
             .expect("spawn");
         let (_, seen) = t.join().expect("join");
         assert!(seen.is_some(), "the named thread is found while it runs");
-        assert!(threads("no-such-thread-name").is_none());
-        assert_eq!(per_call_us(Some(Duration::from_millis(2)), Some(Duration::from_millis(3)), 10), Some(100.0));
+        assert!(threads(&["no-such-thread-name"]).is_none());
+        assert_eq!(per_call_us(Some(Duration::from_millis(1)), 10), Some(100.0));
+        assert_eq!(per_call_us(None, 10), None);
     }
 }

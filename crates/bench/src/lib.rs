@@ -1,23 +1,28 @@
-//! endpoint-bench: measures `tools/call` latency (p50, p99, mean) and throughput through the
-//! router's federated `POST /mcp` endpoint against the same rmcp fixture upstream called
-//! directly, in one run, on loopback.
+//! endpoint-bench: what the router adds to a `tools/call`, measured against the same rmcp
+//! fixture upstream called directly, in one run, on loopback.
 //!
-//! With [`Upstream::Http`], [`run`] starts an in-process fixture (Streamable HTTP, 2026-07-28
-//! stateless) and a router with that fixture as its only upstream, both on `127.0.0.1:0`. The
-//! router is what `switchboard serve` runs — [`App::build`] with its store in a temporary
+//! The router is what `switchboard serve` runs — [`App::build`] with its store in a temporary
 //! directory, request traces, the edge's deadlines and a bearer token (sent by every router
-//! request) — so the figures include all of it. With [`Upstream::Stdio`] the upstream is the
-//! `mcp-fixture` binary over stdio: "direct" is a client speaking to its own child process,
-//! "router" reaches another child through the router's endpoint. Both phases use the same
-//! number of concurrent clients; the [`Report`] gives their difference.
+//! request) — on a Tokio runtime of its own whose threads are named `sb-router`, so the CPU
+//! it spends can be read apart from the load generator's ([`cpu`]). With [`Upstream::Http`]
+//! the upstream is an in-process fixture (Streamable HTTP, 2026-07-28 stateless) on its own
+//! `sb-upstream` runtime; with [`Upstream::Stdio`] it is the `mcp-fixture` binary over stdio:
+//! "direct" is a client speaking to its own child process, "router" reaches another child
+//! through the router's endpoint.
+//!
+//! Each target is measured twice: with one client (latency: what the router adds to p50 and
+//! p99) and with [`BenchConfig::concurrency`] clients (throughput ratio, and CPU per call:
+//! the router's threads, and the whole process in the direct and the routed run measured the
+//! same way).
+
+pub mod cpu;
+mod load;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use serde_json::{Value, json};
 use switchboard_app::auth::BearerToken;
 use switchboard_app::{App, AppOptions};
 use switchboard_fixtures::Fixture;
@@ -28,8 +33,20 @@ use switchboard_transport::stdio::{StdioConfig, StdioUpstream};
 use switchboard_transport::{ConnectOptions, McpClient, Tap};
 use tokio_util::sync::CancellationToken;
 
+use load::{Shape, Target};
+
 /// The protocol version both phases speak.
 pub const VERSION: &str = "2026-07-28";
+
+/// Name prefixes of the threads whose CPU counts as the router's: its runtime (workers and
+/// blocking pool) and the SQLite worker that writes its traces.
+pub const ROUTER_THREADS: &[&str] = &["sb-router", "sqlx-sqlite"];
+
+/// Name prefix of the router's SQLite worker (trace writes), part of [`ROUTER_THREADS`].
+pub const STORE_THREADS: &[&str] = &["sqlx-sqlite"];
+
+/// Name prefix of the in-process HTTP upstream's threads.
+pub const UPSTREAM_THREADS: &[&str] = &["sb-upstream"];
 
 /// How the upstream is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -48,12 +65,16 @@ pub struct BenchConfig {
     pub upstream: Upstream,
     /// The `mcp-fixture` binary (stdio upstream); default: beside this executable.
     pub fixture_bin: Option<std::path::PathBuf>,
-    /// Measured requests per phase.
+    /// Measured requests of each one-client (latency) phase.
+    pub latency_requests: usize,
+    /// Measured requests of each concurrent (throughput) phase.
     pub requests: usize,
-    /// Concurrent clients per phase.
+    /// Concurrent clients of the throughput phases.
     pub concurrency: usize,
-    /// Unmeasured requests per phase before measuring.
+    /// Unmeasured requests before each phase.
     pub warmup: usize,
+    /// Worker threads of the router's runtime.
+    pub router_threads: usize,
     /// Wall-clock guard for the whole run; phases stop early when it passes.
     pub max_duration: Duration,
 }
@@ -63,10 +84,12 @@ impl Default for BenchConfig {
         Self {
             upstream: Upstream::Http,
             fixture_bin: None,
+            latency_requests: 2000,
             requests: 5000,
             concurrency: 32,
             warmup: 200,
-            max_duration: Duration::from_secs(120),
+            router_threads: 2,
+            max_duration: Duration::from_secs(180),
         }
     }
 }
@@ -88,13 +111,11 @@ pub struct PhaseStats {
     pub requests_per_sec: f64,
 }
 
-/// The result of a run: both phases and their difference.
+/// The same load against the upstream directly and through the router.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// The upstream's transport.
-    pub upstream: Upstream,
-    /// Concurrent clients used.
-    pub concurrency: usize,
+pub struct Comparison {
+    /// Concurrent clients.
+    pub clients: usize,
     /// The upstream called directly.
     pub direct: PhaseStats,
     /// The same upstream through the router.
@@ -105,44 +126,101 @@ pub struct Report {
     pub added_p99_us: f64,
     /// router req/s ÷ direct req/s.
     pub throughput_ratio: f64,
+}
+
+impl Comparison {
+    fn new(clients: usize, direct: PhaseStats, router: PhaseStats) -> Comparison {
+        Comparison {
+            clients,
+            added_p50_us: router.p50_us - direct.p50_us,
+            added_p99_us: router.p99_us - direct.p99_us,
+            throughput_ratio: if direct.requests_per_sec > 0.0 {
+                router.requests_per_sec / direct.requests_per_sec
+            } else {
+                0.0
+            },
+            direct,
+            router,
+        }
+    }
+}
+
+/// CPU time per call in the throughput phases, µs (`None` where `/proc` is not there, or the
+/// upstream is another process).
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuPerCall {
+    /// The router's threads during the routed run: what forwarding one call costs it.
+    pub router_us: Option<f64>,
+    /// Of `router_us`, the SQLite worker's share (storing the call's trace).
+    pub router_store_us: Option<f64>,
+    /// The whole bench process during the direct run.
+    pub process_direct_us: Option<f64>,
+    /// The whole bench process during the routed run.
+    pub process_routed_us: Option<f64>,
+    /// The in-process upstream's threads during the direct run.
+    pub upstream_direct_us: Option<f64>,
+    /// The in-process upstream's threads during the routed run.
+    pub upstream_routed_us: Option<f64>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The upstream's transport.
+    pub upstream: Upstream,
+    /// One client: what the router adds to latency.
+    pub latency: Comparison,
+    /// [`BenchConfig::concurrency`] clients: what it does to throughput.
+    pub throughput: Comparison,
+    /// CPU per call during the throughput phases.
+    pub cpu: CpuPerCall,
     /// True when the `max_duration` guard cut a phase short.
     pub truncated: bool,
+}
+
+fn us(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1} µs"))
 }
 
 impl Report {
     /// A plain-text table of the figures.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<8} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}\n",
-            "phase", "requests", "ok", "p50 µs", "p99 µs", "mean µs", "req/s"
+            "{:?} upstream{}\n",
+            self.upstream,
+            if self.truncated { " [truncated by --max-seconds]" } else { "" }
         );
-        for (name, p) in [("direct", &self.direct), ("router", &self.router)] {
-            s.push_str(&format!(
-                "{:<8} {:>9} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>12.1}\n",
-                name, p.requests, p.ok, p.p50_us, p.p99_us, p.mean_us, p.requests_per_sec
-            ));
+        s.push_str(&format!(
+            "{:<8} {:>8} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}\n",
+            "phase", "clients", "requests", "ok", "p50 µs", "p99 µs", "mean µs", "req/s"
+        ));
+        for c in [&self.latency, &self.throughput] {
+            for (name, p) in [("direct", &c.direct), ("router", &c.router)] {
+                s.push_str(&format!(
+                    "{:<8} {:>8} {:>9} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>12.1}\n",
+                    name, c.clients, p.requests, p.ok, p.p50_us, p.p99_us, p.mean_us, p.requests_per_sec
+                ));
+            }
         }
         s.push_str(&format!(
-            "added p50: {:.1} µs, added p99: {:.1} µs, throughput router/direct: {:.3} ({:?} upstream, concurrency {}){}\n",
-            self.added_p50_us,
-            self.added_p99_us,
-            self.throughput_ratio,
-            self.upstream,
-            self.concurrency,
-            if self.truncated { " [truncated by --max-seconds]" } else { "" }
+            "1 client: added p50 {:.1} µs, added p99 {:.1} µs\n{} clients: throughput router/direct {:.3}\n",
+            self.latency.added_p50_us,
+            self.latency.added_p99_us,
+            self.throughput.clients,
+            self.throughput.throughput_ratio,
+        ));
+        s.push_str(&format!(
+            "CPU per call at {} clients: router threads {} (of which trace store {}); whole process direct {}, routed {}; upstream direct {}, routed {}\n",
+            self.throughput.clients,
+            us(self.cpu.router_us),
+            us(self.cpu.router_store_us),
+            us(self.cpu.process_direct_us),
+            us(self.cpu.process_routed_us),
+            us(self.cpu.upstream_direct_us),
+            us(self.cpu.upstream_routed_us),
         ));
         s
     }
-}
-
-/// One phase's target.
-#[derive(Clone)]
-enum Target {
-    /// An MCP endpoint URL, the tool name it knows `echo` by and the `Authorization` header
-    /// it requires.
-    Http { url: String, tool: Arc<str>, auth: Option<Arc<str>> },
-    /// A stdio server reached through its own client.
-    Stdio(Arc<McpClient>),
 }
 
 /// The `mcp-fixture` binary: given, or beside this executable.
@@ -170,22 +248,67 @@ fn random_token() -> anyhow::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Runs both phases against a fresh fixture and router, then shuts them down.
+/// A multi-thread runtime whose threads carry `name`.
+fn runtime(name: &str, workers: usize) -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.max(1))
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .with_context(|| format!("building the {name} runtime"))
+}
+
+/// Runs the future `make` gives to completion on a fresh thread inside `rt`'s context, so what it spawns runs on
+/// `rt`; the caller awaits its output without blocking its own runtime.
+async fn on_runtime<M, F>(rt: &tokio::runtime::Runtime, make: M) -> anyhow::Result<F::Output>
+where
+    M: FnOnce() -> F + Send + 'static,
+    F: std::future::Future,
+    F::Output: Send + 'static,
+{
+    let handle = rt.handle().clone();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("sb-router-main".into())
+        .spawn(move || {
+            let _ = tx.send(handle.block_on(make()));
+        })
+        .context("starting the router's start-up thread")?;
+    rx.await.context("the router's start-up thread ended without an answer")
+}
+
+/// Runs every phase against a fresh fixture and router, then shuts them down.
 pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
-    if cfg.concurrency == 0 || cfg.requests == 0 {
-        bail!("--requests and --concurrency must be at least 1");
+    if cfg.concurrency == 0 || cfg.requests == 0 || cfg.latency_requests == 0 {
+        bail!("--requests, --latency-requests and --concurrency must be at least 1");
     }
     let deadline = Instant::now() + cfg.max_duration;
     let stop = CancellationToken::new();
     let _guard = stop.clone().drop_guard();
+    let upstream_rt = runtime("sb-upstream", 1)?;
+    let router_rt = runtime("sb-router", cfg.router_threads)?;
+    let result = measure(cfg, deadline, &stop, &upstream_rt, &router_rt).await;
+    stop.cancel();
+    router_rt.shutdown_background();
+    upstream_rt.shutdown_background();
+    result
+}
 
+async fn measure(
+    cfg: &BenchConfig,
+    deadline: Instant,
+    stop: &CancellationToken,
+    upstream_rt: &tokio::runtime::Runtime,
+    router_rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Report> {
     let (direct, toml) = match cfg.upstream {
         Upstream::Http => {
-            let fixture = Fixture::bind(FixtureConfig::new(TransportKind::Http))
-                .await
+            let fixture = upstream_rt
+                .spawn(Fixture::bind(FixtureConfig::new(TransportKind::Http)))
+                .await?
                 .context("binding the fixture")?;
             let url = fixture.url().context("the HTTP fixture has no URL")?;
-            tokio::spawn({
+            upstream_rt.spawn({
                 let stop = stop.clone();
                 async move { fixture.serve(stop).await }
             });
@@ -210,7 +333,8 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
         }
     };
 
-    // The router is the stack `serve` runs: App with its store, traces, edge and a bearer token.
+    // The router is the stack `serve` runs: App with its store, traces, edge and a bearer
+    // token, on its own runtime (everything it spawns stays there).
     let dir = tempfile::tempdir().context("creating the router's directory")?;
     let mut config =
         switchboard_app::config::parse("", "bench", &[], Some(&dir.path().join("switchboard.db")))
@@ -218,237 +342,61 @@ pub async fn run(cfg: &BenchConfig) -> anyhow::Result<Report> {
     config.servers.push(spec_from_toml("fixture", toml, "bench").context("building the upstream spec")?);
     let token = random_token()?;
     let options = AppOptions { token: BearerToken::new(&token), ..AppOptions::default() };
-    let app = App::build(&config, options).await.context("building the router")?;
-    app.registry()
-        .wait_for("fixture", ServerState::Ready, Duration::from_secs(30))
-        .await
-        .context("the upstream did not become ready")?;
-    let addr =
-        app.listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await.context("binding the router")?;
+    // Built on a thread of its own that enters the router's runtime (App's start-up future is
+    // not provably `Send`, so it cannot be spawned): everything it spawns runs there.
+    let (app, addr) = on_runtime(router_rt, move || async move {
+        let app = App::build(&config, options).await.context("building the router")?;
+        app.registry()
+            .wait_for("fixture", ServerState::Ready, Duration::from_secs(30))
+            .await
+            .context("the upstream did not become ready")?;
+        let addr = app
+            .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .context("binding the router")?;
+        anyhow::Ok((app, addr))
+    })
+    .await??;
     let router_url = format!("http://{addr}/mcp");
     let auth: Option<Arc<str>> = Some(Arc::from(format!("Bearer {token}")));
-
-    let http = client(cfg.concurrency)?;
-    let router_tool =
-        echo_name(&http, &router_url, auth.as_deref()).await.context("finding echo through the router")?;
-
+    let http = load::client(cfg.concurrency)?;
+    let router_tool = load::echo_name(&http, &router_url, auth.as_deref())
+        .await
+        .context("finding echo through the router")?;
     let router = Target::Http { url: router_url, tool: Arc::from(router_tool.as_str()), auth };
-    let (direct, t1) = phase(cfg, &direct, deadline).await?;
-    let (router, t2) = phase(cfg, &router, deadline).await?;
-    app.shutdown(Duration::from_secs(5)).await;
-    stop.cancel();
 
+    let one = Shape { requests: cfg.latency_requests, concurrency: 1, warmup: cfg.warmup };
+    let many = Shape { requests: cfg.requests, concurrency: cfg.concurrency, warmup: cfg.warmup };
+    let (d1, t1, _) = load::phase(one, &direct, deadline).await?;
+    let (r1, t2, _) = load::phase(one, &router, deadline).await?;
+    let (dn, t3, cpu_direct) = load::phase(many, &direct, deadline).await?;
+    let (rn, t4, cpu_routed) = load::phase(many, &router, deadline).await?;
+    on_runtime(router_rt, move || app.shutdown(Duration::from_secs(5))).await?;
+    drop(dir);
+
+    let in_process = cfg.upstream == Upstream::Http;
+    let per = |spent: Option<Duration>, calls: usize| cpu::per_call_us(spent, calls);
+    let cpu = CpuPerCall {
+        router_us: per(cpu_routed.router, rn.requests),
+        router_store_us: per(cpu_routed.store, rn.requests),
+        process_direct_us: per(cpu_direct.process, dn.requests),
+        process_routed_us: per(cpu_routed.process, rn.requests),
+        upstream_direct_us: per(cpu_direct.upstream.filter(|_| in_process), dn.requests),
+        upstream_routed_us: per(cpu_routed.upstream.filter(|_| in_process), rn.requests),
+    };
     Ok(Report {
         upstream: cfg.upstream,
-        concurrency: cfg.concurrency,
-        added_p50_us: router.p50_us - direct.p50_us,
-        added_p99_us: router.p99_us - direct.p99_us,
-        throughput_ratio: if direct.requests_per_sec > 0.0 {
-            router.requests_per_sec / direct.requests_per_sec
-        } else {
-            0.0
-        },
-        direct,
-        router,
-        truncated: t1 || t2,
+        latency: Comparison::new(1, d1, r1),
+        throughput: Comparison::new(cfg.concurrency, dn, rn),
+        cpu,
+        truncated: t1 || t2 || t3 || t4,
     })
-}
-
-/// A keep-alive client with room for the workers' connections plus those still draining.
-fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency * 4)
-        .tcp_nodelay(true)
-        .timeout(Duration::from_secs(30))
-        .build()?)
-}
-
-fn request(id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// POSTs one request with the headers a correct 2026-07-28 client sends; returns the JSON-RPC
-/// response (from a JSON body or the last message of an SSE body).
-async fn post(
-    http: &reqwest::Client,
-    url: &str,
-    auth: Option<&str>,
-    body: &Value,
-    name: Option<&str>,
-) -> anyhow::Result<Value> {
-    let method = body["method"].as_str().unwrap_or_default();
-    let mut req = http
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", VERSION)
-        .header("Mcp-Method", method);
-    if let Some(n) = name {
-        req = req.header("Mcp-Name", n);
-    }
-    if let Some(a) = auth {
-        req = req.header("Authorization", a);
-    }
-    let mut r = req.json(body).send().await?;
-    let status = r.status();
-    let sse = r
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !status.is_success() || !sse {
-        let text = r.text().await?;
-        if !status.is_success() {
-            bail!("HTTP {status}: {text}");
-        }
-        return parse_body(&text);
-    }
-    // An SSE body: the response is there as soon as its event is complete. The end of the
-    // stream can trail it by a delayed-ACK round (the terminating chunk is a separate small
-    // write), so it is drained off the clock, as an MCP client would, keeping the connection
-    // for reuse.
-    let mut buf = Vec::new();
-    while let Some(chunk) = r.chunk().await? {
-        buf.extend_from_slice(&chunk);
-        let Some(end) = buf.windows(2).rposition(|w| w == b"\n\n") else { continue };
-        let Ok(found) = parse_body(&String::from_utf8_lossy(&buf[..end])) else { continue };
-        tokio::spawn(async move { while let Ok(Some(_)) = r.chunk().await {} });
-        return Ok(found);
-    }
-    parse_body(&String::from_utf8_lossy(&buf))
-}
-
-fn parse_body(text: &str) -> anyhow::Result<Value> {
-    let t = text.trim_start();
-    if t.starts_with('{') {
-        return Ok(serde_json::from_str(t)?);
-    }
-    let last = t
-        .lines()
-        .rev()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .find(|v| v.get("id").is_some());
-    last.context("no JSON-RPC response in the body")
-}
-
-/// The name the router exposes the fixture's `echo` tool under.
-async fn echo_name(http: &reqwest::Client, url: &str, auth: Option<&str>) -> anyhow::Result<String> {
-    let r = post(http, url, auth, &request(0, "tools/list", json!({})), None).await?;
-    let tools = r["result"]["tools"].as_array().context("tools/list returned no tools")?;
-    tools
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .find(|n| *n == "echo" || n.ends_with("__echo"))
-        .map(str::to_owned)
-        .with_context(|| format!("no echo tool in {r}"))
-}
-
-/// One `tools/call echo {text:"x"}`; true when answered with the echoed text.
-async fn call_echo(http: &reqwest::Client, target: &Target, id: u64) -> bool {
-    match target {
-        Target::Http { url, tool, auth } => {
-            let body = request(id, "tools/call", json!({"name": &**tool, "arguments": {"text": "x"}}));
-            match post(http, url, auth.as_deref(), &body, Some(tool)).await {
-                Ok(r) => r["id"] == id && r.get("result").is_some() && r["result"]["isError"] != true,
-                Err(_) => false,
-            }
-        }
-        Target::Stdio(client) => {
-            match client.request("tools/call", json!({"name": "echo", "arguments": {"text": "x"}})).await {
-                Ok(r) => r["isError"] != true,
-                Err(_) => false,
-            }
-        }
-    }
-}
-
-/// Warms up, then issues `cfg.requests` calls from `cfg.concurrency` clients sharing one
-/// keep-alive pool. Returns the stats and whether the deadline cut it short.
-async fn phase(cfg: &BenchConfig, target: &Target, deadline: Instant) -> anyhow::Result<(PhaseStats, bool)> {
-    let http = client(cfg.concurrency)?;
-    let (_, _, _) = drive(&http, target, cfg.warmup, cfg.concurrency, deadline, 1_000_000).await;
-    let started = Instant::now();
-    let (mut lat, ok, truncated) = drive(&http, target, cfg.requests, cfg.concurrency, deadline, 1).await;
-    let elapsed = started.elapsed().as_secs_f64();
-    lat.sort_unstable();
-    let n = lat.len();
-    let mean = if n == 0 { 0.0 } else { lat.iter().map(|d| d.as_secs_f64()).sum::<f64>() / n as f64 * 1e6 };
-    Ok((
-        PhaseStats {
-            requests: n,
-            ok,
-            p50_us: percentile(&lat, 0.50),
-            p99_us: percentile(&lat, 0.99),
-            mean_us: mean,
-            requests_per_sec: if elapsed > 0.0 { n as f64 / elapsed } else { 0.0 },
-        },
-        truncated,
-    ))
-}
-
-/// Nearest-rank percentile of sorted latencies, in µs.
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1].as_secs_f64() * 1e6
-}
-
-/// `total` calls shared out among `concurrency` workers; returns latencies, successes and
-/// whether the deadline stopped it early.
-async fn drive(
-    http: &reqwest::Client,
-    target: &Target,
-    total: usize,
-    concurrency: usize,
-    deadline: Instant,
-    first_id: u64,
-) -> (Vec<Duration>, usize, bool) {
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency.min(total.max(1)) {
-        let (http, target, next) = (http.clone(), target.clone(), next.clone());
-        workers.spawn(async move {
-            let mut lat = Vec::new();
-            let mut ok = 0usize;
-            let mut cut = false;
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total {
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    cut = true;
-                    break;
-                }
-                let t = Instant::now();
-                let good = call_echo(&http, &target, first_id + i as u64).await;
-                lat.push(t.elapsed());
-                ok += usize::from(good);
-            }
-            (lat, ok, cut)
-        });
-    }
-    let mut all = Vec::with_capacity(total);
-    let (mut ok, mut cut) = (0, false);
-    while let Some(r) = workers.join_next().await {
-        if let Ok((l, o, c)) = r {
-            all.extend(l);
-            ok += o;
-            cut |= c;
-        }
-    }
-    (all, ok, cut)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::load::{parse_body, percentile};
+    use std::time::Duration;
 
     #[test]
     fn percentiles_are_nearest_rank() {

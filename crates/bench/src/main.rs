@@ -16,17 +16,23 @@ struct Args {
     /// The mcp-fixture binary for `--upstream stdio` (default: beside this executable).
     #[arg(long)]
     fixture_bin: Option<std::path::PathBuf>,
-    /// Measured requests per phase.
+    /// Measured requests of each one-client (latency) phase.
+    #[arg(long, default_value_t = 2000)]
+    latency_requests: usize,
+    /// Measured requests of each concurrent (throughput) phase.
     #[arg(long, default_value_t = 5000)]
     requests: usize,
-    /// Concurrent keep-alive clients.
+    /// Worker threads of the router's runtime.
+    #[arg(long, default_value_t = 2)]
+    router_threads: usize,
+    /// Concurrent keep-alive clients of the throughput phases.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
     /// Unmeasured warm-up requests per phase.
     #[arg(long, default_value_t = 200)]
     warmup: usize,
     /// Stop the whole run after this many seconds.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 180)]
     max_seconds: u64,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
@@ -39,7 +45,9 @@ async fn main() -> anyhow::Result<()> {
     let cfg = BenchConfig {
         upstream: args.upstream,
         fixture_bin: args.fixture_bin,
+        latency_requests: args.latency_requests,
         requests: args.requests,
+        router_threads: args.router_threads,
         concurrency: args.concurrency,
         warmup: args.warmup,
         max_duration: Duration::from_secs(args.max_seconds),
