@@ -197,10 +197,9 @@ impl Env {
     pub async fn diagnose(&self, opts: &DiagnoseOptions) -> anyhow::Result<RunRecord> {
         let flow = self.load_flow(opts.flow.as_deref())?;
         let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.app.store().clone()));
-        let engine =
-            Engine::new(Arc::new(self.app.invoker()))
-                .with_sink(sink.clone())
-                .with_observer(Arc::new(self.app.registry().events().clone()));
+        let engine = Engine::new(Arc::new(self.app.invoker()))
+            .with_sink(sink.clone())
+            .with_observer(Arc::new(self.app.registry().events().clone()));
         let mut input = opts.extra.clone();
         let blob = match self.app.blobs().put_file(&opts.image).await {
             Ok(b) => b,

@@ -153,7 +153,10 @@ impl Handler {
         // question reaches the call that caused it (see `Registry::client_for_call`).
         let upstream = match self.registry.client_for_call(server, self.client.caps()).await {
             Ok(c) => c,
-            Err(switchboard_router::Error::NotConnected { .. } | switchboard_router::Error::UnknownServer { .. }) => {
+            Err(
+                switchboard_router::Error::NotConnected { .. }
+                | switchboard_router::Error::UnknownServer { .. },
+            ) => {
                 return self.upstream_failed(server, "not connected");
             }
             Err(e) => return self.upstream_failed(server, e),
