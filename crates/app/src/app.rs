@@ -116,6 +116,9 @@ pub struct App {
     events: EventBus,
     blobs: BlobStore,
     gateway: Gateway,
+    /// The endpoint's settings; its per-instance state (parked calls, subscriptions, change
+    /// notes) is shared with the gateway's copy.
+    endpoint: Arc<EndpointConfig>,
     router: Router,
     federation: switchboard_router::federation::FederationConfig,
     limits: ListenerConfig,
@@ -181,6 +184,7 @@ impl App {
             body_limit: config.endpoint.body_limit,
             answer_timeout: config.endpoint.answer_timeout,
             pending_wait: config.registry.handshake_timeout,
+            page_size: config.endpoint.page_size,
             ..Default::default()
         };
         // Runs a crash left "running" are failed, not forever in progress.
@@ -198,18 +202,16 @@ impl App {
         let edge = EdgeConfig {
             call_timeout: config.call_timeout,
             traces: Some(traces.clone()),
-            ..Default::default()
+            answer_limit: config.endpoint.answer_limit,
         };
         let gateway = Gateway::new(
             Some(registry.clone()),
             GatewayConfig { endpoint: endpoint.clone(), edge },
             stages.listeners.clone(),
         );
-        let state = HttpState {
-            blobs: blobs.clone(),
-            registry: Some(registry.clone()),
-            endpoint: Arc::new(endpoint),
-        };
+        let endpoint = Arc::new(endpoint);
+        let state =
+            HttpState { blobs: blobs.clone(), registry: Some(registry.clone()), endpoint: endpoint.clone() };
         let router = crate::http::with_token(crate::http::router_with(state, &gateway), options.token);
         Ok(App {
             registry,
@@ -217,6 +219,7 @@ impl App {
             events,
             blobs,
             gateway,
+            endpoint,
             router,
             federation: config.endpoint.federation.clone(),
             limits: config.endpoint.listener,
@@ -265,6 +268,12 @@ impl App {
     /// The MCP endpoint.
     pub fn gateway(&self) -> &Gateway {
         &self.gateway
+    }
+
+    /// The endpoint's settings and its live per-instance state: calls parked for a client's
+    /// answers, resource subscriptions, change notes (for tests and status views).
+    pub fn endpoint(&self) -> &EndpointConfig {
+        &self.endpoint
     }
 
     /// Where requests hand their traces.

@@ -128,6 +128,13 @@ pub struct EndpointToml {
     /// Connections served at once; more are closed as they arrive (default 1024).
     #[serde(default)]
     pub max_connections: Option<usize>,
+    /// Items per page of a federated list (`tools/list`, `prompts/list`, …; default 100).
+    #[serde(default)]
+    pub page_size: Option<usize>,
+    /// Largest single JSON answer passed on to a client, in bytes (default 64 MiB); a larger
+    /// one is replaced by an error naming the limit.
+    #[serde(default)]
+    pub answer_limit_bytes: Option<usize>,
 }
 
 fn default_call_timeout() -> u64 {
@@ -153,6 +160,8 @@ impl Default for EndpointToml {
             header_read_timeout_secs: None,
             idle_timeout_secs: None,
             max_connections: None,
+            page_size: None,
+            answer_limit_bytes: None,
         }
     }
 }
@@ -207,6 +216,10 @@ pub struct EndpointSettings {
     pub answer_timeout: Duration,
     /// Timeouts and connection cap of the HTTP listener.
     pub listener: crate::http::ListenerConfig,
+    /// Items per page of a federated list.
+    pub page_size: usize,
+    /// Largest single JSON answer passed on to a client, in bytes.
+    pub answer_limit: usize,
 }
 
 impl Default for EndpointSettings {
@@ -219,6 +232,8 @@ impl Default for EndpointSettings {
             session_key_file: None,
             answer_timeout: crate::endpoint::DEFAULT_ANSWER_TIMEOUT,
             listener: crate::http::ListenerConfig::default(),
+            page_size: crate::endpoint::DEFAULT_PAGE_SIZE,
+            answer_limit: crate::edge::MAX_ANSWER_BYTES,
         }
     }
 }
@@ -435,6 +450,14 @@ pub fn parse(
         anyhow::ensure!(n >= 1, "{source}: endpoint.max_connections must be at least 1");
         l.max_connections = n;
     }
+    if let Some(n) = e.page_size {
+        anyhow::ensure!(n >= 1, "{source}: endpoint.page_size must be at least 1");
+        endpoint.page_size = n;
+    }
+    if let Some(n) = e.answer_limit_bytes {
+        anyhow::ensure!(n >= 1024, "{source}: endpoint.answer_limit_bytes {n} is below 1024 bytes");
+        endpoint.answer_limit = n;
+    }
     Ok(AppConfig {
         registry,
         db_path,
@@ -572,6 +595,21 @@ mod tests {
         assert!(e.contains("endpoint.idle_timeout_secs"), "{e}");
         let e = parse("[endpoint]\nmax_connections = 0\n", "e.toml", &[], None).unwrap_err().to_string();
         assert!(e.contains("endpoint.max_connections"), "{e}");
+    }
+
+    #[test]
+    fn list_page_size_and_answer_limit() {
+        let c = parse("[endpoint]\npage_size = 3\nanswer_limit_bytes = 4096\n", "e.toml", &[], None).unwrap();
+        assert_eq!((c.endpoint.page_size, c.endpoint.answer_limit), (3, 4096));
+        let d = parse("", "e.toml", &[], None).unwrap();
+        assert_eq!(
+            (d.endpoint.page_size, d.endpoint.answer_limit),
+            (crate::endpoint::DEFAULT_PAGE_SIZE, crate::edge::MAX_ANSWER_BYTES)
+        );
+        let e = parse("[endpoint]\npage_size = 0\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("endpoint.page_size"), "{e}");
+        let e = parse("[endpoint]\nanswer_limit_bytes = 10\n", "e.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains("endpoint.answer_limit_bytes"), "{e}");
     }
 
     #[test]

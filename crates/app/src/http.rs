@@ -1,9 +1,8 @@
 //! The router's HTTP listener: the MCP endpoint, blobs, health and the read-only server list.
 //!
-//! [`router_with`] builds the axum app around a [`Gateway`] (which brings `/mcp`) so tests can
-//! call it without a socket; [`with_token`] puts it behind the bearer token. [`crate::App`]
-//! composes the two for every binary; [`router`] and [`app`] are the same for tests that build
-//! their own registry. The admin API joins later.
+//! [`router_with`] builds the axum app around a [`Gateway`] (which brings `/mcp`);
+//! [`with_token`] puts it behind the bearer token; [`serve_with`] serves it. [`crate::App`]
+//! composes the three for every binary and test. The admin API joins later.
 
 use std::sync::Arc;
 
@@ -19,10 +18,8 @@ use switchboard_router::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::blobs::{BlobError, BlobStore};
-use switchboard_gateway::{Gateway, GatewayConfig};
+use switchboard_gateway::Gateway;
 
-use crate::downstream::Adapter;
-use crate::edge::EdgeConfig;
 use crate::endpoint::EndpointConfig;
 pub use crate::listener::ListenerConfig;
 
@@ -97,43 +94,12 @@ pub fn router_with(state: HttpState, gateway: &Gateway) -> Router {
         .merge(gateway.router())
 }
 
-/// [`router_with`] over a gateway with default edge settings (no traces).
-pub fn router(state: HttpState) -> Router {
-    let config = GatewayConfig { endpoint: (*state.endpoint).clone(), edge: EdgeConfig::default() };
-    let gateway = Gateway::new(state.registry.clone(), config, CancellationToken::new());
-    router_with(state, &gateway)
-}
-
-/// The listener: [`router_with`] behind the bearer token ([`crate::auth`]) when one is set.
-/// Also returns the in-process [`Adapter`] for stdio clients; it (like WebSocket messages)
-/// enters below the token check. `cancel` closes WebSocket connections.
-pub fn app(
-    state: HttpState,
-    edge: EdgeConfig,
-    token: Option<crate::auth::BearerToken>,
-    cancel: CancellationToken,
-) -> (Router, Adapter) {
-    let config = GatewayConfig { endpoint: (*state.endpoint).clone(), edge };
-    let gateway = Gateway::new(state.registry.clone(), config, cancel);
-    (with_token(router_with(state, &gateway), token), gateway.adapter().clone())
-}
-
 /// `router` behind the bearer token ([`crate::auth`]) when one is set; `/healthz` stays open.
 pub fn with_token(router: Router, token: Option<crate::auth::BearerToken>) -> Router {
     match token {
         Some(token) => router.layer(axum::middleware::from_fn_with_state(token, crate::auth::require)),
         None => router,
     }
-}
-
-/// Serves `app` on `listener` with the default [`ListenerConfig`] until `cancel` fires (see
-/// [`serve_with`]).
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    app: Router,
-    cancel: CancellationToken,
-) -> std::io::Result<()> {
-    serve_with(listener, app, ListenerConfig::default(), cancel).await
 }
 
 /// Serves `app` on `listener` until `cancel` fires, then stops accepting and drains the

@@ -39,6 +39,9 @@ pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 /// to be re-listed; past it the list is answered from what is cached.
 pub const DEFAULT_STALE_LIST_WAIT: Duration = Duration::from_secs(2);
 
+/// Items per list page unless configured otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
 /// How the endpoint behaves.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
@@ -85,7 +88,7 @@ impl Default for EndpointConfig {
         EndpointConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             allowed_origins: Vec::new(),
-            page_size: 100,
+            page_size: DEFAULT_PAGE_SIZE,
             ttl_ms: 60_000,
             federation: FederationConfig::default(),
             session_key: SessionKey::random(),

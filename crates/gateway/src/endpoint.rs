@@ -50,7 +50,8 @@ use switchboard_router::Registry;
 use switchboard_wire::{ErrorObject, Id, Message, error_code};
 
 pub use crate::config::{
-    DEFAULT_ANSWER_TIMEOUT, DEFAULT_BODY_LIMIT, EndpointConfig, PENDING_TTL_MS, StartupWait,
+    DEFAULT_ANSWER_TIMEOUT, DEFAULT_BODY_LIMIT, DEFAULT_PAGE_SIZE, EndpointConfig, PENDING_TTL_MS,
+    StartupWait,
 };
 pub use crate::view::{View, ViewCache, template_matches};
 pub use call::INPUT_KEY_META;

@@ -2,20 +2,13 @@
 //! other (the conformance fixture's multi-round tool, legacy only): every round's input keys
 //! are new, and each answer reaches only the question it answers.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_app::blobs::BlobStore;
-use switchboard_app::endpoint::EndpointConfig;
-use switchboard_app::http::{HttpState, router, serve};
-use switchboard_fixtures::Fixture;
-use switchboard_fixtures::config::{Era, FixtureConfig, Profile, TransportKind};
-use switchboard_router::config::{ServerToml, spec_from_toml};
-use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
+use switchboard_fixtures::config::{FixtureConfig, TransportKind};
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoint::{Mcp, request};
+use crate::harness::*;
 
 /// The fixture's key hint, and what the relay turns it into (same length, so HTTP framing
 /// stays valid): a server that names no keys.
@@ -74,62 +67,29 @@ async fn hint_stripping_relay(target: &str, stop: CancellationToken) -> String {
     format!("http://{addr}/{path}")
 }
 
-struct Bridged {
-    mcp: Mcp,
-    endpoint: Arc<EndpointConfig>,
-    stop: CancellationToken,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Bridged {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
 /// The router in front of the legacy-only conformance fixture, with or without its hints.
-async fn bridged(hints: bool) -> Bridged {
-    let stop = CancellationToken::new();
-    let mut cfg = FixtureConfig::new(TransportKind::Http);
-    cfg.era = Era::Legacy;
-    cfg.profile = Profile::Conformance;
-    let f = Fixture::bind(cfg).await.unwrap();
-    let mut url = f.url().unwrap();
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { f.serve(stop).await }
-    });
+async fn bridged(hints: bool) -> Env {
+    let harness = Harness::new();
+    let mut url = harness.fixture(Era::Legacy, Profile::Conformance).await.url;
     if !hints {
-        url = hint_stripping_relay(&url, stop.clone()).await;
+        url = hint_stripping_relay(&url, harness.stop_token()).await;
     }
-    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(100), stop.child_token());
-    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
-    registry.add(spec).await.unwrap();
-    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
-    let endpoint = Arc::new(EndpointConfig::default());
-    let app = router(HttpState { blobs, registry: Some(registry), endpoint: endpoint.clone() });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mcp =
-        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
-    tokio::spawn(serve(listener, app, stop.child_token()));
-    Bridged { mcp, endpoint, stop, _dir: dir }
+    harness.url_upstream("fx", &url).start().await
 }
 
 /// Runs the conformance suite's `input-required-result-multi-round` steps: each round answers
 /// the one question asked with the round's own answer.
-async fn multi_round(env: &Bridged) -> (Vec<String>, Value) {
+async fn multi_round(env: &Env) -> (Vec<String>, Value) {
     let tool = "test_input_required_result_multi_round";
-    let call = |id: u64, extra: Value| crate::endpoint::eliciting_call(id, tool, extra);
+    let call = |id: u64, extra: Value| eliciting_call(id, tool, extra);
     let mut keys = Vec::new();
-    let (_, r1) = env.mcp.call(&call(1, json!({}))).await;
+    let (_, r1) = env.call(&call(1, json!({}))).await;
     assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
     let k1 = r1["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
     keys.push(k1.clone());
     let answer1 = json!({k1: {"action": "accept", "content": {"name": "Alice"}}});
     let state1 = r1["result"]["requestState"].clone();
-    let (_, r2) = env.mcp.call(&call(2, json!({"inputResponses": answer1, "requestState": state1}))).await;
+    let (_, r2) = env.call(&call(2, json!({"inputResponses": answer1, "requestState": state1}))).await;
     assert_eq!(r2["result"]["resultType"], "input_required", "a second round: {r2}");
     let (k2, q2) = r2["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
     assert!(q2["params"]["message"].as_str().unwrap().contains("color"), "{r2}");
@@ -137,7 +97,7 @@ async fn multi_round(env: &Bridged) -> (Vec<String>, Value) {
     keys.push(k2.clone());
     let answer2 = json!({k2.clone(): {"action": "accept", "content": {"color": "blue"}}});
     let state2 = r2["result"]["requestState"].clone();
-    let (_, r3) = env.mcp.call(&call(3, json!({"inputResponses": answer2, "requestState": state2}))).await;
+    let (_, r3) = env.call(&call(3, json!({"inputResponses": answer2, "requestState": state2}))).await;
     (keys, r3)
 }
 
@@ -153,7 +113,7 @@ async fn multi_round_input_keys_are_unique_and_answers_reach_their_own_question(
         assert_eq!(done["result"]["resultType"], "complete", "hints {hints}: {done}");
         let text = done["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.contains("Alice's favorite color is blue"), "hints {hints}: {text}");
-        assert_eq!(env.endpoint.bridge.parked_count(), 0);
+        assert_eq!(env.endpoint().bridge.parked_count(), 0);
     }
 }
 
@@ -210,53 +170,20 @@ async fn a_stdio_servers_questions_during_a_call_reach_the_python_client() {
 /// next call opens a new session instead of failing with "session … is no longer known".
 #[tokio::test]
 async fn a_forgotten_upstream_session_is_reopened() {
-    let stop = CancellationToken::new();
-    let first = CancellationToken::new();
+    let harness = Harness::new();
     let mut cfg = FixtureConfig::new(TransportKind::Http);
     cfg.era = Era::Legacy;
-    let f = Fixture::bind(cfg.clone()).await.unwrap();
-    let url = f.url().unwrap();
-    let addr: std::net::SocketAddr =
-        url.trim_start_matches("http://").split('/').next().unwrap().parse().unwrap();
-    tokio::spawn({
-        let first = first.clone();
-        async move { f.serve(first).await }
-    });
-    let registry = Registry::new(RegistryConfig::default(), None, EventBus::new(100), stop.child_token());
-    let spec = spec_from_toml("fx", ServerToml { url: Some(url), ..Default::default() }, "test").unwrap();
-    registry.add(spec).await.unwrap();
-    registry.wait_for("fx", ServerState::Ready, Duration::from_secs(30)).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
-    let app =
-        router(HttpState { blobs, registry: Some(registry), endpoint: Arc::new(EndpointConfig::default()) });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mcp =
-        Mcp { url: format!("http://{}/mcp", listener.local_addr().unwrap()), http: reqwest::Client::new() };
-    tokio::spawn(serve(listener, app, stop.child_token()));
-    let echo =
-        |id: u64, text: &str| request(id, "tools/call", json!({"name": "echo", "arguments": {"text": text}}));
-    let (_, r) = mcp.call(&echo(1, "one")).await;
+    let first = harness.fixture_with(cfg.clone()).await;
+    let addr = first.addr;
+    let env = harness.url_upstream("fx", &first.url.clone()).start().await;
+    let echo = |id: u64, text: &str| tool_call(id, "echo", json!({"text": text}));
+    let (_, r) = env.call(&echo(1, "one")).await;
     assert_eq!(r["result"]["structuredContent"]["text"], "one", "{r}");
 
-    first.cancel();
+    // The server restarts on its address: the old one is gone (its port closed) first.
+    first.stop().await;
     cfg.listen = addr;
-    let mut again = None;
-    for _ in 0..200 {
-        match Fixture::bind(cfg.clone()).await {
-            Ok(f) => {
-                again = Some(f);
-                break;
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-    let again = again.expect("the address is free again");
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { again.serve(stop).await }
-    });
-    let (_, r) = mcp.call(&echo(2, "two")).await;
+    let _again = RunningFixture::start(cfg, env.stop_token()).await;
+    let (_, r) = env.call(&echo(2, "two")).await;
     assert_eq!(r["result"]["structuredContent"]["text"], "two", "{r}");
-    stop.cancel();
 }

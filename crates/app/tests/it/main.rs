@@ -1,5 +1,6 @@
-//! End-to-end tests of the `switchboard` command: `probe` against real servers and the
-//! official conformance suite's client scenarios, `serve` + `servers` over one store.
+//! End-to-end tests of the app: the router started through [`switchboard_app::App`] by the
+//! one [`harness`] in front of real upstreams, and the `switchboard` command (`probe`,
+//! `serve`, `diagnose`, the conformance suite's client scenarios) as a spawned binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod app;
@@ -10,6 +11,7 @@ mod diagnose;
 mod downstream;
 mod edge;
 mod endpoint;
+mod harness;
 mod notifications;
 mod scripted;
 mod security;

@@ -4,29 +4,18 @@
 
 use serde_json::{Value, json};
 
-use crate::endpoint::{Mcp, legacy_request, next_event, request};
-use crate::scripted::{ScriptedEnv, WATCHED};
-
-fn client(env: &ScriptedEnv) -> Mcp {
-    Mcp { url: env.url.clone(), http: reqwest::Client::new() }
-}
-
-/// Opens a 2025-11-25 session's GET stream.
-async fn get_stream(mcp: &Mcp, sid: &str) -> reqwest::Response {
-    let r = mcp.http.get(&mcp.url).header("Mcp-Session-Id", sid).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    r
-}
+use crate::harness::*;
+use crate::scripted::{Script, WATCHED};
 
 #[tokio::test]
 async fn one_watcher_per_resource_and_one_update_per_subscriber() {
-    let env = ScriptedEnv::start().await;
-    let mcp = client(&env);
+    let (script, env) = Script::start().await;
+    let mcp = &env.client;
     // Two 2025-11-25 sessions and one 2026-07-28 listen stream subscribe to one URI.
     let a = mcp.legacy_initialize().await;
     let b = mcp.legacy_initialize().await;
-    let mut a_get = get_stream(&mcp, &a).await;
-    let mut b_get = get_stream(&mcp, &b).await;
+    let mut a_get = mcp.get_stream(&a).await;
+    let mut b_get = mcp.get_stream(&b).await;
     for sid in [&a, &b] {
         for id in [1, 2] {
             // Subscribing twice is one subscription.
@@ -46,20 +35,20 @@ async fn one_watcher_per_resource_and_one_update_per_subscriber() {
     let mut l_buf = String::new();
     let (_, ack) = next_event(&mut listen, &mut l_buf).await;
     assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([WATCHED]), "{ack}");
-    assert_eq!(env.script.received("resources/subscribe").len(), 1, "the upstream sees one subscription");
-    assert_eq!(env.endpoint.subscriptions.watched(), vec![WATCHED.to_owned()]);
+    assert_eq!(script.received("resources/subscribe").len(), 1, "the upstream sees one subscription");
+    assert_eq!(env.endpoint().subscriptions.watched(), vec![WATCHED.to_owned()]);
 
     // One change; then a tool list change, which every stream also gets: between the two,
     // each stream must see exactly one resources/updated.
-    env.script.notify("notifications/resources/updated", json!({"uri": WATCHED}));
+    script.notify("notifications/resources/updated", json!({"uri": WATCHED}));
     let mut streams = [(&mut a_get, String::new()), (&mut b_get, String::new()), (&mut listen, l_buf)];
     for (stream, buf) in streams.iter_mut() {
         let (_, note) = next_event(stream, buf).await;
         assert_eq!(note["method"], "notifications/resources/updated", "{note}");
         assert_eq!(note["params"]["uri"], WATCHED, "{note}");
     }
-    env.script.set_tools(&["first", "second"]);
-    env.script.notify("notifications/tools/list_changed", json!({}));
+    script.set_tools(&["first", "second"]);
+    script.notify("notifications/tools/list_changed", json!({}));
     for (stream, buf) in streams.iter_mut() {
         let (_, note) = next_event(stream, buf).await;
         assert_eq!(note["method"], "notifications/tools/list_changed", "one update per change: {note}");
@@ -72,18 +61,18 @@ async fn one_watcher_per_resource_and_one_update_per_subscriber() {
     assert_eq!(r["result"], json!({}), "{r}");
     let r = mcp.http.delete(&mcp.url).header("Mcp-Session-Id", &b).send().await.unwrap();
     assert_eq!(r.status(), 204);
-    assert!(env.script.received("resources/unsubscribe").is_empty(), "the listen stream still watches");
-    assert_eq!(env.endpoint.subscriptions.watched(), vec![WATCHED.to_owned()]);
+    assert!(script.received("resources/unsubscribe").is_empty(), "the listen stream still watches");
+    assert_eq!(env.endpoint().subscriptions.watched(), vec![WATCHED.to_owned()]);
     drop(listen);
-    assert_eq!(env.script.wait_received("resources/unsubscribe", 1).await.len(), 1);
-    assert!(env.endpoint.subscriptions.watched().is_empty());
-    assert_eq!(env.script.received("resources/subscribe").len(), 1);
+    assert_eq!(script.wait_received("resources/unsubscribe", 1).await.len(), 1);
+    assert!(env.endpoint().subscriptions.watched().is_empty());
+    assert_eq!(script.received("resources/subscribe").len(), 1);
 }
 
 #[tokio::test]
 async fn resource_subscription_lists_are_bounded() {
-    let env = ScriptedEnv::start().await;
-    let mcp = client(&env);
+    let (_script, env) = Script::start().await;
+    let mcp = &env.client;
     let uris: Vec<Value> = (0..=switchboard_app::notify::MAX_RESOURCE_SUBSCRIPTIONS)
         .map(|i| json!(format!("test://r{i}")))
         .collect();
@@ -97,8 +86,8 @@ async fn resource_subscription_lists_are_bounded() {
 
 #[tokio::test]
 async fn upstream_list_changes_reach_listen_streams() {
-    let env = ScriptedEnv::start().await;
-    let mcp = client(&env);
+    let (script, env) = Script::start().await;
+    let mcp = &env.client;
     let mut listen = mcp
         .post(&request(
             5,
@@ -109,13 +98,13 @@ async fn upstream_list_changes_reach_listen_streams() {
     let mut buf = String::new();
     let (_, ack) = next_event(&mut listen, &mut buf).await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
-    env.script.set_tools(&["first", "added"]);
-    env.script.notify("notifications/tools/list_changed", json!({}));
+    script.set_tools(&["first", "added"]);
+    script.notify("notifications/tools/list_changed", json!({}));
     let (_, note) = next_event(&mut listen, &mut buf).await;
     assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
     assert_eq!(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5, "{note}");
-    env.script.set_prompts(&["first_prompt", "added_prompt"]);
-    env.script.notify("notifications/prompts/list_changed", json!({}));
+    script.set_prompts(&["first_prompt", "added_prompt"]);
+    script.notify("notifications/prompts/list_changed", json!({}));
     let (_, note) = next_event(&mut listen, &mut buf).await;
     assert_eq!(note["method"], "notifications/prompts/list_changed", "{note}");
 }

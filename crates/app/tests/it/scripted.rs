@@ -1,24 +1,20 @@
 //! A scripted 2025-11-25 MCP server, run in-process behind the registry's built-in connector,
 //! for behaviour no real server shows on demand: it records every message it receives,
 //! pushes `resources/updated` and `list_changed` notifications when a test says so, and
-//! serves tool and prompt lists the test changes. Each test gets its own registry and
-//! endpoint on 127.0.0.1 port 0 in front of it ([`ScriptedEnv`]).
+//! serves tool and prompt lists the test changes. A test puts it in front of its app with
+//! [`Script::start`] (the harness's built-in upstream `sc`).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_app::blobs::BlobStore;
-use switchboard_app::endpoint::EndpointConfig;
-use switchboard_app::http::{HttpState, router, serve};
-use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::registry::BuiltinConnector;
-use switchboard_router::{EventBus, Registry, RegistryConfig, ServerState};
 use switchboard_transport::pipe::PipeUpstream;
 use switchboard_transport::{Tap, Upstream};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
+
+use crate::harness::{Env, Harness, PATIENCE};
 
 /// The one resource the scripted server offers (it supports subscriptions).
 pub const WATCHED: &str = "test://watched";
@@ -35,6 +31,8 @@ struct State {
 #[derive(Clone)]
 pub struct Script {
     state: Arc<Mutex<State>>,
+    /// Woken whenever a message was received.
+    received: Arc<Notify>,
 }
 
 impl Script {
@@ -44,7 +42,14 @@ impl Script {
             prompts: vec![json!({"name": "first_prompt"})],
             ..State::default()
         };
-        Script { state: Arc::new(Mutex::new(state)) }
+        Script { state: Arc::new(Mutex::new(state)), received: Arc::new(Notify::new()) }
+    }
+
+    /// An app with the scripted server as its one upstream, `sc`, ready.
+    pub async fn start() -> (Script, Env) {
+        let script = Script::new();
+        let env = Harness::new().builtin_upstream("sc", Arc::new(script.clone())).start().await;
+        (script, env)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -58,14 +63,19 @@ impl Script {
 
     /// Waits (bounded) until `n` messages with `method` were received.
     pub async fn wait_received(&self, method: &str, n: usize) -> Vec<Value> {
-        for _ in 0..300 {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let arrived = self.received.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
             let got = self.received(method);
             if got.len() >= n {
                 return got;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                panic!("the scripted server never received {n} × {method}");
+            }
         }
-        panic!("the scripted server never received {n} × {method}");
     }
 
     /// Sends a notification to the router.
@@ -128,6 +138,7 @@ async fn run(script: Script, stream: tokio::io::DuplexStream, cancel: Cancellati
         };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
         script.lock().received.push(msg.clone());
+        script.received.notify_waiters();
         let (Some(id), Some(method)) = (msg.get("id"), msg["method"].as_str()) else { continue };
         let result = answer(&script, method, &msg["params"]);
         let reply = match result {
@@ -161,47 +172,4 @@ fn answer(script: &Script, method: &str, params: &Value) -> Result<Value, String
         "tools/call" => json!({"content": [{"type": "text", "text": "called"}]}),
         other => return Err(format!("Method not found: {other}")),
     })
-}
-
-/// A registry with the scripted server as `sc`, and the endpoint in front of it.
-pub struct ScriptedEnv {
-    /// The scripted server.
-    pub script: Script,
-    /// The endpoint's configuration (its subscriptions, bridge, …).
-    pub endpoint: Arc<EndpointConfig>,
-    /// `http://127.0.0.1:PORT/mcp`.
-    pub url: String,
-    stop: CancellationToken,
-    _dir: tempfile::TempDir,
-    _registry: Registry,
-}
-
-impl Drop for ScriptedEnv {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-impl ScriptedEnv {
-    /// Starts everything and waits until `sc` is ready.
-    pub async fn start() -> ScriptedEnv {
-        let stop = CancellationToken::new();
-        let script = Script::new();
-        let registry =
-            Registry::new(RegistryConfig::default(), None, EventBus::new(1000), stop.child_token());
-        registry.set_builtins(Arc::new(script.clone()));
-        let spec =
-            spec_from_toml("sc", ServerToml { builtin: Some("sc".into()), ..Default::default() }, "test")
-                .unwrap();
-        registry.add(spec).await.unwrap();
-        registry.wait_for("sc", ServerState::Ready, Duration::from_secs(30)).await.expect("sc ready");
-        let dir = tempfile::tempdir().unwrap();
-        let blobs = BlobStore::open(dir.path().join("blobs"), 1024 * 1024).unwrap();
-        let endpoint = Arc::new(EndpointConfig::default());
-        let app = router(HttpState { blobs, registry: Some(registry.clone()), endpoint: endpoint.clone() });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        tokio::spawn(serve(listener, app, stop.child_token()));
-        ScriptedEnv { script, endpoint, url, stop, _dir: dir, _registry: registry }
-    }
 }

@@ -8,42 +8,19 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::edge::{LEGACY, legacy_initialize, legacy_request, request, start};
-use crate::*;
-
-/// POSTs a 2025-11-25 message (with the session, when given) and returns status and JSON.
-async fn legacy_post(
-    http: &reqwest::Client,
-    url: &str,
-    sid: Option<&str>,
-    body: &Value,
-) -> (u16, Value, Option<String>) {
-    let mut req = http.post(url).header("Accept", "application/json, text/event-stream").json(body);
-    if let Some(sid) = sid {
-        req = req.header("Mcp-Session-Id", sid).header("MCP-Protocol-Version", LEGACY);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let sid = r.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
-    let text = r.text().await.unwrap();
-    let v = if text.starts_with('{') {
-        serde_json::from_str(&text).unwrap()
-    } else {
-        crate::edge::sse_messages(&text).pop().unwrap_or(Value::Null)
-    };
-    (status, v, sid)
-}
+use crate::harness::*;
+use crate::{listening_url, repo_root, switchboard};
 
 /// Fifty official-looking clients initializing at once with identical parameters get fifty
 /// different sessions, and ending one leaves the other 49 working.
 #[tokio::test]
 async fn concurrent_identical_initializes_get_distinct_sessions() {
-    let env = start(|_, _, _| {}).await;
+    let env = Harness::alpha_beta().start().await;
     let init = legacy_initialize(0, "twin");
     let sids: Vec<String> = futures::future::join_all((0..50).map(|_| {
-        let (http, url, init) = (env.http.clone(), env.url.clone(), init.clone());
+        let (client, init) = (env.client.clone(), init.clone());
         async move {
-            let (status, v, sid) = legacy_post(&http, &url, None, &init).await;
+            let (status, v, sid) = client.legacy_exchange(None, &init).await;
             assert_eq!(status, 200, "{v}");
             sid.expect("a session id")
         }
@@ -54,18 +31,16 @@ async fn concurrent_identical_initializes_get_distinct_sessions() {
 
     let r = env.http.delete(&env.url).header("Mcp-Session-Id", &sids[0]).send().await.unwrap();
     assert_eq!(r.status(), 204);
-    let (status, v, _) =
-        legacy_post(&env.http, &env.url, Some(&sids[0]), &legacy_request(1, "ping", json!({}))).await;
+    let (status, v) = env.legacy_call(Some(&sids[0]), &legacy_request(1, "ping", json!({}))).await;
     assert_eq!(status, 404, "the ended session is gone: {v}");
     for sid in &sids[1..] {
-        let (status, v, _) =
-            legacy_post(&env.http, &env.url, Some(sid), &legacy_request(1, "ping", json!({}))).await;
+        let (status, v) = env.legacy_call(Some(sid), &legacy_request(1, "ping", json!({}))).await;
         assert_eq!(status, 200, "the others still work: {v}");
         assert_eq!(v["result"], json!({}), "{v}");
     }
     let call =
         legacy_request(2, "tools/call", json!({"name": "beta__echo", "arguments": {"text": "still here"}}));
-    let (status, v, _) = legacy_post(&env.http, &env.url, Some(&sids[49]), &call).await;
+    let (status, v) = env.legacy_call(Some(&sids[49]), &call).await;
     assert_eq!((status, &v["result"]["structuredContent"]["text"]), (200, &json!("still here")), "{v}");
 }
 
@@ -116,14 +91,14 @@ async fn instances_with_the_same_configured_key_share_sessions() {
     let (_c, c) =
         serve_process(dir.path(), "c", "[endpoint]\nsession_key_file = \"other.key\"\n", "127.0.0.1:0", &[])
             .await;
-    let http = reqwest::Client::new();
-    let (status, v, sid) = legacy_post(&http, &a, None, &legacy_initialize(0, "roamer")).await;
+    let (a, b, c) = (Client::new(a), Client::new(b), Client::new(c));
+    let (status, v, sid) = a.legacy_exchange(None, &legacy_initialize(0, "roamer")).await;
     assert_eq!(status, 200, "{v}");
     let sid = sid.unwrap();
     let ping = legacy_request(1, "ping", json!({}));
-    let (status, v, _) = legacy_post(&http, &b, Some(&sid), &ping).await;
+    let (status, v) = b.legacy_call(Some(&sid), &ping).await;
     assert_eq!(status, 200, "same key (from the file) serves the session: {v}");
-    let (status, v, _) = legacy_post(&http, &c, Some(&sid), &ping).await;
+    let (status, v) = c.legacy_call(Some(&sid), &ping).await;
     assert_eq!(status, 404, "another key does not: {v}");
 
     let out = tokio::process::Command::new(switchboard())
@@ -150,8 +125,8 @@ async fn instances_with_the_same_configured_key_share_sessions() {
 /// health does not.
 #[tokio::test]
 async fn bearer_token_guards_blobs_and_the_server_list() {
-    let env = start(|_, _, t| *t = switchboard_app::auth::BearerToken::new("t0ken")).await;
-    let base = env.url.trim_end_matches("/mcp").to_owned();
+    let env = Harness::alpha_beta().token("t0ken").start().await;
+    let base = env.base.clone();
     let put = || env.http.post(format!("{base}/blobs")).body(b"thermal bytes".to_vec());
     let r = put().send().await.unwrap();
     assert_eq!(r.status(), 401);
@@ -211,13 +186,12 @@ async fn listening_beyond_loopback_without_a_token_warns() {
 /// An answer larger than the edge's limit is replaced by an error naming the limit.
 #[tokio::test]
 async fn an_answer_over_the_edge_limit_is_a_clear_error() {
-    let env = start(|e, _, _| e.answer_limit = 4096).await;
-    let small = request(1, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "hi"}}));
-    let (status, v) = env.call(env.post(&small)).await;
+    let env = Harness::alpha_beta().endpoint(|e| e.answer_limit = 4096).start().await;
+    let small = tool_call(1, "alpha__echo", json!({"text": "hi"}));
+    let (status, v) = env.call(&small).await;
     assert_eq!((status, &v["result"]["structuredContent"]["text"]), (200, &json!("hi")), "{v}");
-    let big =
-        request(2, "tools/call", json!({"name": "alpha__echo", "arguments": {"text": "x".repeat(8192)}}));
-    let (status, v) = env.call(env.post(&big)).await;
+    let big = tool_call(2, "alpha__echo", json!({"text": "x".repeat(8192)}));
+    let (status, v) = env.call(&big).await;
     assert_eq!(status, 200);
     assert_eq!(v["id"], 2, "{v}");
     let message = v["error"]["message"].as_str().unwrap_or_default();
@@ -250,7 +224,9 @@ fn a_closed_stdout_ends_diagnose_quietly() {
 }
 
 mod listener {
-    //! The accept loop's bounds, on a small app of its own.
+    //! The accept loop's bounds, as `[endpoint]` configures them for the app; and its drain
+    //! at shutdown, on a small app of its own whose one handler says when it was entered (the
+    //! app's own drain, of a real call, is in `app.rs`).
 
     use super::*;
     use switchboard_app::http::{ListenerConfig, serve_with};
@@ -263,6 +239,11 @@ mod listener {
         task: tokio::task::JoinHandle<std::io::Result<()>>,
         /// Fires when `/slow` has been entered.
         entered: tokio::sync::mpsc::Receiver<()>,
+    }
+
+    /// The app on 127.0.0.1 with `listener` as its connection bounds.
+    async fn app_with(listener: ListenerConfig) -> Env {
+        Harness::new().endpoint(move |e| e.listener = listener).start().await
     }
 
     async fn server(config: ListenerConfig) -> Server {
@@ -323,7 +304,7 @@ mod listener {
     /// connection is closed after the header-read timeout, while a prompt client is served.
     #[tokio::test]
     async fn a_connection_dribbling_headers_is_closed() {
-        let srv = server(ListenerConfig {
+        let srv = app_with(ListenerConfig {
             header_read_timeout: Duration::from_millis(400),
             idle_timeout: Duration::from_secs(60),
             max_connections: 16,
@@ -348,13 +329,12 @@ mod listener {
         assert!(dribble.await, "the dribbling connection was closed");
         let mut ok = TcpStream::connect(srv.addr).await.unwrap();
         assert!(get(&mut ok, "/healthz").await.contains("200 OK"));
-        srv.stop.cancel();
     }
 
     /// An idle keep-alive connection is closed after the idle timeout.
     #[tokio::test]
     async fn an_idle_keep_alive_connection_is_closed() {
-        let srv = server(ListenerConfig {
+        let srv = app_with(ListenerConfig {
             header_read_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_millis(300),
             max_connections: 16,
@@ -363,14 +343,13 @@ mod listener {
         let mut s = TcpStream::connect(srv.addr).await.unwrap();
         assert!(get(&mut s, "/healthz").await.contains("200 OK"));
         assert!(closed_within(&mut s, Duration::from_secs(10)).await, "idle connection closed");
-        srv.stop.cancel();
     }
 
     /// With a cap of 3, a fourth connection is closed at once while the first three are
     /// served; once one of them goes, a new one is served again.
     #[tokio::test]
     async fn connections_over_the_cap_are_closed() {
-        let srv = server(ListenerConfig { max_connections: 3, ..ListenerConfig::default() }).await;
+        let srv = app_with(ListenerConfig { max_connections: 3, ..ListenerConfig::default() }).await;
         let mut held = Vec::new();
         for _ in 0..3 {
             let mut s = TcpStream::connect(srv.addr).await.unwrap();
@@ -400,7 +379,6 @@ mod listener {
         .await
         .expect("a freed slot is used again");
         assert!(again.contains("200 OK"), "{again}");
-        srv.stop.cancel();
     }
 
     /// Shutdown stops accepting but lets a request in flight finish.

@@ -4,54 +4,16 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::*;
-
-const VERSION: &str = "2026-07-28";
-
-/// The fixture binary, built by `cargo build -p switchboard-fixtures` (run-tests.sh builds every target).
-fn fixture_bin() -> String {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(|d| d.parent()).unwrap().join("mcp-fixture");
-    assert!(bin.exists(), "{} is missing: run `cargo build -p switchboard-fixtures`", bin.display());
-    bin.to_string_lossy().into_owned()
-}
+use crate::harness::{Client, fixture_bin, request};
+use crate::switchboard;
 
 /// Spawns `cmd` (killed on drop) and returns it with the URL of its `listening on URL` line.
 async fn spawn_listening(mut cmd: tokio::process::Command) -> (tokio::process::Child, String) {
     let mut child = cmd.stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
     let url = crate::listening_url(child.stdout.take().unwrap()).await;
     (child, url)
-}
-
-async fn post(http: &reqwest::Client, url: &str, id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut req = http
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", VERSION)
-        .header("Mcp-Method", method);
-    if let Some(n) = body["params"]["name"].as_str() {
-        req = req.header("Mcp-Name", n);
-    }
-    let resp = req.json(&body).send().await.unwrap();
-    let is_sse = resp
-        .headers()
-        .get("content-type")
-        .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
-    let text = resp.text().await.unwrap();
-    if is_sse {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| serde_json::from_str::<Value>(d.trim()).unwrap())
-            .find(|m| m["id"] == id)
-            .expect("a response on the stream")
-    } else {
-        serde_json::from_str(&text).unwrap()
-    }
 }
 
 /// Two upstreams given only as flags, one over stdio (legacy only) and one over HTTP, are
@@ -78,10 +40,10 @@ async fn serve_federates_upstreams_given_as_flags() {
     let (_router, url) = spawn_listening(sb).await;
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
 
-    let http = reqwest::Client::new();
+    let client = Client::new(url.clone());
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let names = loop {
-        let r = post(&http, &url, 1, "tools/list", json!({})).await;
+        let (_, r) = client.call(&request(1, "tools/list", json!({}))).await;
         let names: Vec<String> = r["result"]["tools"]
             .as_array()
             .map(|a| a.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
@@ -101,7 +63,8 @@ async fn serve_federates_upstreams_given_as_flags() {
     );
 
     for (id, tool) in [(2, "web__echo"), (3, "mcp-fixture__echo")] {
-        let r = post(&http, &url, id, "tools/call", json!({"name": tool, "arguments": {"text": tool}})).await;
+        let (_, r) =
+            client.call(&request(id, "tools/call", json!({"name": tool, "arguments": {"text": tool}}))).await;
         assert_eq!(r["result"]["content"][0]["text"], tool, "{r}");
         assert_eq!(r["result"]["structuredContent"]["text"], tool, "{r}");
         // The stdio upstream is legacy-only: its result still carries what 2026-07-28 requires.
