@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{FlowError, InvokeError};
 use crate::flow::{Flow, Node, RetryOn};
 use crate::invoker::{ProgressSink, ToolInvoker, ToolOutput};
+pub use crate::record::RunObserver;
 use crate::record::{NodeOutcome, NodeRecord, RunEvent, RunOutcome, RunRecord};
 use crate::reference::{Root, State};
 use crate::schema;
@@ -46,23 +47,6 @@ pub struct RunOptions {
     pub events: Option<mpsc::Sender<RunEvent>>,
     /// The run id to use, e.g. one already handed to a client; generated when `None`.
     pub run_id: Option<String>,
-}
-
-/// Watches every run of an [`Engine`] as it goes: the process-wide view of runs (the app's event
-/// bus implements it), next to the per-run [`RunOptions::events`] channel a caller reads.
-///
-/// An observer is a callback, not a channel, so the engine does not depend on who listens: the
-/// flow crate stays free of the router, and the router's event bus implements this trait the way it
-/// implements the transport's frame sink.
-pub trait RunObserver: Send + Sync {
-    /// `false` when nobody listens now; the engine then hands the observer nothing. Called before
-    /// every event, so it must be cheap (an atomic load).
-    fn active(&self) -> bool {
-        true
-    }
-
-    /// One event of a run, in the order the run produced it. Must not block: the run waits for it.
-    fn observe(&self, event: &RunEvent);
 }
 
 /// Runs flows against a [`ToolInvoker`], recording them in an optional [`RunSink`] and telling an

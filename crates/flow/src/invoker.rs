@@ -13,9 +13,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::RunObserver;
 use crate::error::InvokeError;
-use crate::record::RunEvent;
+use crate::record::{RunEvent, RunObserver};
 
 /// How a node names its tool, as written in the flow file. At least one field is set (checked at load).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

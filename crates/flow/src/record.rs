@@ -1,4 +1,5 @@
-//! What a run leaves behind ([`RunRecord`]) and what it tells listeners while it goes ([`RunEvent`]).
+//! What a run leaves behind ([`RunRecord`]) and what it tells listeners while it goes ([`RunEvent`], to a
+//! [`RunObserver`]).
 //!
 //! Both are plain serde data so the app can hand them to the UI and the store as they are.
 
@@ -7,6 +8,23 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Watches every run of an [`Engine`](crate::Engine) as it goes: the process-wide view of runs (the app's event
+/// bus implements it), next to the per-run [`RunOptions::events`](crate::RunOptions::events) channel a caller reads.
+///
+/// An observer is a callback, not a channel, so the engine does not depend on who listens: the
+/// flow crate stays free of the router, and the router's event bus implements this trait the way it
+/// implements the transport's frame sink.
+pub trait RunObserver: Send + Sync {
+    /// `false` when nobody listens now; the engine then hands the observer nothing. Called before
+    /// every event, so it must be cheap (an atomic load).
+    fn active(&self) -> bool {
+        true
+    }
+
+    /// One event of a run, in the order the run produced it. Must not block: the run waits for it.
+    fn observe(&self, event: &RunEvent);
+}
 
 /// How a run ended (or that it has not yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
