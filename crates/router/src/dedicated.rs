@@ -269,7 +269,7 @@ pub(crate) async fn watch(
                     if msg.is_request() {
                         pool.asked.store(true, Ordering::Relaxed);
                     }
-                    crate::registry::handle_server_message(&up, &msg).await;
+                    crate::unsolicited::answer(&up, &msg).await;
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => break "connection ended",

@@ -24,6 +24,7 @@ pub mod registry;
 pub mod route;
 pub mod schema;
 pub mod stats;
+mod unsolicited;
 
 pub use config::{RegistryConfig, ServerSpec, TransportSpec};
 pub use error::Error;
