@@ -32,7 +32,6 @@
 //! The UI's TypeScript types are generated from these Rust types (`ui/src/generated/events.ts`,
 //! see [`typescript`]); they are never written by hand.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -40,12 +39,15 @@ use serde::{Deserialize, Serialize};
 use switchboard_store::{HandshakeRecord, TraceRecord};
 use switchboard_transport::{FrameEvent, FrameSink, UpstreamEvent};
 use tokio::sync::broadcast;
-use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
 
 use crate::schema::Quarantined;
 
 pub mod flow;
+mod subscription;
+pub mod typescript;
+
+pub use self::subscription::{Filter, FrameSubscription, Subscription};
 
 /// Events kept for a subscriber that falls behind, by default.
 pub const DEFAULT_CAPACITY: usize = 4096;
@@ -308,27 +310,6 @@ impl Event {
     }
 }
 
-/// Which events a subscriber wants. Empty sets mean "any".
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(default, deny_unknown_fields)]
-pub struct Filter {
-    /// Event kinds.
-    pub kinds: BTreeSet<EventKind>,
-    /// Upstream server names; events about no server pass only when this is empty.
-    pub servers: BTreeSet<String>,
-    /// JSON-RPC methods; events about no method pass only when this is empty.
-    pub methods: BTreeSet<String>,
-}
-
-impl Filter {
-    /// Whether `event` passes.
-    pub fn matches(&self, event: &Event) -> bool {
-        (self.kinds.is_empty() || self.kinds.contains(&event.kind()))
-            && (self.servers.is_empty() || event.server().is_some_and(|s| self.servers.contains(s)))
-            && (self.methods.is_empty() || event.method().is_some_and(|m| self.methods.contains(m)))
-    }
-}
-
 #[derive(Debug)]
 struct Inner {
     tx: broadcast::Sender<Arc<Event>>,
@@ -443,76 +424,6 @@ impl FrameSink for EventBus {
     }
 }
 
-/// One subscriber. Dropping it unsubscribes.
-#[derive(Debug)]
-pub struct Subscription {
-    rx: broadcast::Receiver<Arc<Event>>,
-    filter: Filter,
-    bus: Arc<Inner>,
-}
-
-impl Subscription {
-    /// The next event that passes the filter. `Err(RecvError::Lagged(n))` says `n` events were
-    /// lost because this subscriber fell behind (it then continues with the oldest kept one);
-    /// `Err(RecvError::Closed)` says the bus is gone.
-    pub async fn recv(&mut self) -> Result<Arc<Event>, RecvError> {
-        loop {
-            match self.rx.recv().await {
-                Ok(e) if self.filter.matches(&e) => return Ok(e),
-                Ok(_) => continue,
-                Err(RecvError::Lagged(n)) => {
-                    self.bus.lost.fetch_add(n, Ordering::Relaxed);
-                    return Err(RecvError::Lagged(n));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// The next passing event already queued, without waiting (`Err(TryRecvError::Empty)` when
-    /// none is). Lag is reported like [`Subscription::recv`] does.
-    pub fn try_recv(&mut self) -> Result<Arc<Event>, broadcast::error::TryRecvError> {
-        use broadcast::error::TryRecvError;
-        loop {
-            match self.rx.try_recv() {
-                Ok(e) if self.filter.matches(&e) => return Ok(e),
-                Ok(_) => continue,
-                Err(TryRecvError::Lagged(n)) => {
-                    self.bus.lost.fetch_add(n, Ordering::Relaxed);
-                    return Err(TryRecvError::Lagged(n));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// This subscriber's filter.
-    pub fn filter(&self) -> &Filter {
-        &self.filter
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        self.bus.listeners.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A [`Subscription`] to frames only (see [`EventBus::subscribe_frames`]).
-#[derive(Debug)]
-pub struct FrameSubscription(Subscription);
-
-impl FrameSubscription {
-    /// The next frame; errors as [`Subscription::recv`].
-    pub async fn recv(&mut self) -> Result<FrameEvent, RecvError> {
-        loop {
-            if let Event::Frame { frame } = self.0.recv().await?.as_ref() {
-                return Ok((**frame).clone());
-            }
-        }
-    }
-}
-
 /// Unix time in milliseconds: the one clock helper of the workspace.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -521,51 +432,12 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The TypeScript declarations of the event model, as the UI imports them.
-pub mod typescript {
-    use ts_rs::TS;
-
-    /// Where the generated file lives, relative to the repository root.
-    pub const PATH: &str = "ui/src/generated/events.ts";
-
-    /// The file's text: every type an [`super::Event`] can carry, in dependency order.
-    ///
-    /// JSON has one number type, and serde writes 64-bit integers as plain numbers, so
-    /// ts-rs's `bigint` for them is written `number` here.
-    pub fn render() -> String {
-        let cfg = ts_rs::Config::default();
-        let decls = [
-            switchboard_wire::Kind::decl(&cfg),
-            switchboard_wire::Id::decl(&cfg),
-            switchboard_transport::Direction::decl(&cfg),
-            switchboard_transport::FrameEvent::decl(&cfg),
-            switchboard_transport::UpstreamEvent::decl(&cfg),
-            switchboard_store::HandshakeRecord::decl(&cfg),
-            switchboard_store::TraceRecord::decl(&cfg),
-            crate::schema::Quarantined::decl(&cfg),
-            super::CatalogDiff::decl(&cfg),
-            super::EventKind::decl(&cfg),
-            super::Filter::decl(&cfg),
-            super::Event::decl(&cfg),
-        ];
-        let mut out = String::from(
-            "// Generated from the Rust event model (crates/router/src/events.rs) by\n\
-             // `UPDATE_BINDINGS=1 cargo test -p switchboard-router --lib typescript`. Do not edit.\n\n",
-        );
-        for d in decls {
-            out.push_str("export ");
-            out.push_str(&d.replace("bigint", "number"));
-            out.push_str("\n\n");
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use switchboard_transport::{Direction, FrameBus};
     use switchboard_wire::Message;
+    use tokio::sync::broadcast::error::RecvError;
 
     fn state(server: &str) -> Event {
         Event::ServerState {
@@ -659,23 +531,5 @@ mod tests {
         let mut rx = frames.subscribe();
         frames.tap("upstream", "p", "stdio").record(Direction::In, &call, b"{}");
         assert_eq!(rx.recv().await.expect("frame").peer.as_ref(), "p");
-    }
-
-    #[test]
-    fn typescript_bindings_are_generated_from_the_rust_types() {
-        let text = typescript::render();
-        assert!(text.contains("export type Event ="), "{text}");
-        assert!(!text.contains("bigint"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(typescript::PATH);
-        if std::env::var_os("UPDATE_BINDINGS").is_some() {
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&path, &text).expect("write bindings");
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == text,
-            "{} is stale: run `UPDATE_BINDINGS=1 cargo test -p switchboard-router --lib typescript`",
-            typescript::PATH
-        );
     }
 }
