@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
+use switchboard_admin::{AdminState, AdminToken, Listeners};
 use switchboard_gateway::{Gateway, GatewayConfig};
 use switchboard_router::{EventBus, Registry};
 use switchboard_store::{Store, StoreConfig};
@@ -78,6 +79,10 @@ pub struct AppOptions {
     pub max_blob: Option<u64>,
     /// Events the bus keeps for a slow subscriber (`None`: the bus's default).
     pub event_capacity: Option<usize>,
+    /// The token the admin API (`/api`, the control panel) requires. `None`: a per-launch
+    /// random one (32 bytes from the OS), which [`App::admin_token`] gives to whoever opens
+    /// the panel. `/api` is never open.
+    pub admin_token: Option<AdminToken>,
 }
 
 /// Errors of a running app.
@@ -120,6 +125,10 @@ pub struct App {
     /// notes) is shared with the gateway's copy.
     endpoint: Arc<EndpointConfig>,
     router: Router,
+    /// The admin API (control panel) state.
+    admin: AdminState,
+    /// Bound listeners, for the admin API's Origin rule and overview.
+    bound: Listeners,
     federation: switchboard_router::federation::FederationConfig,
     limits: ListenerConfig,
     traces: TraceSink,
@@ -210,9 +219,27 @@ impl App {
             stages.listeners.clone(),
         );
         let endpoint = Arc::new(endpoint);
-        let state =
-            HttpState { blobs: blobs.clone(), registry: Some(registry.clone()), endpoint: endpoint.clone() };
-        let router = crate::http::with_token(crate::http::router_with(state, &gateway), options.token);
+        let state = HttpState { blobs: blobs.clone(), endpoint: endpoint.clone() };
+        let admin_token = match options.admin_token {
+            Some(t) => t,
+            None => AdminToken::random()?,
+        };
+        let bound = Listeners::default();
+        let admin = crate::panel::admin_state(
+            config,
+            crate::panel::PanelHandles {
+                registry: registry.clone(),
+                store: store.clone(),
+                events: events.clone(),
+                listeners: bound.clone(),
+                shutdown: stages.listeners.clone(),
+            },
+            admin_token,
+        );
+        // More `/api` routes (the diagnosis routes) join the admin API here, behind its guard.
+        let extra_api = Router::new();
+        let router = crate::http::with_token(crate::http::router_with(state, &gateway), options.token)
+            .merge(admin.router(extra_api));
         Ok(App {
             registry,
             store,
@@ -221,6 +248,8 @@ impl App {
             gateway,
             endpoint,
             router,
+            admin,
+            bound,
             federation: config.endpoint.federation.clone(),
             limits: config.endpoint.listener,
             traces,
@@ -239,10 +268,27 @@ impl App {
         crate::invoker::RegistryInvoker::with_federation(self.registry.clone(), self.federation.clone())
     }
 
-    /// The full HTTP application (`/healthz`, blobs, `/api/servers`, `/mcp`), behind the
-    /// token when one is set: for tests that call it without a socket, or another server.
+    /// The full HTTP application (`/healthz`, blobs and `/mcp` behind the bearer token when one
+    /// is set; `/api` behind the admin token, always; the UI's files open): for tests that call
+    /// it without a socket, or another server.
     pub fn router(&self) -> Router {
         self.router.clone()
+    }
+
+    /// The admin API's token: the panel's URL carries it ([`App::panel_url`]). Never log it.
+    pub fn admin_token(&self) -> &AdminToken {
+        self.admin.token()
+    }
+
+    /// The admin API (control panel) state: its guard, the frame ring.
+    pub fn admin(&self) -> &AdminState {
+        &self.admin
+    }
+
+    /// The control panel's URL on the listener at `addr`, the token in the fragment (which a
+    /// browser never sends to a server): `http://ADDR/#token=TOKEN`.
+    pub fn panel_url(&self, addr: SocketAddr) -> String {
+        format!("http://{addr}/#token={}", self.admin.token().secret())
     }
 
     /// The registry of upstream servers.
@@ -312,6 +358,7 @@ impl App {
             }
         });
         lock(&self.listeners).push(task);
+        self.bound.add(bound);
         tracing::info!(%bound, "MCP endpoint listening");
         Ok(bound)
     }
@@ -358,6 +405,7 @@ impl App {
         self.stages.traces.cancel();
         drop(self.traces);
         drop(self.router);
+        drop(self.admin);
         drop(self.gateway);
         let _ = tokio::time::timeout(left().max(CLEANUP_GRACE), self.trace_writer).await;
         self.store.close().await;

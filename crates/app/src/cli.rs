@@ -114,13 +114,18 @@ enum Command {
         #[arg(long = "mcp-json")]
         mcp_json: Vec<PathBuf>,
         /// Serve the federated MCP endpoint (`/mcp`, 2026-07-28 and 2025-11-25 sessions, HTTP and
-        /// WebSocket) and blobs on ADDR (e.g. 127.0.0.1:7010; port 0 picks one and prints it).
+        /// WebSocket), blobs and the control panel on ADDR (port 0 picks one and prints it).
+        /// Without it (and without --stdio or [endpoint].listen): 127.0.0.1:7010, or a free
+        /// loopback port when that one is taken.
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
         /// Serve one MCP client on stdin/stdout, alone or next to --listen (newline-delimited
         /// JSON-RPC; logs go to stderr); the process exits when stdin closes.
         #[arg(long)]
         stdio: bool,
+        /// Open the control panel in a browser (`xdg-open`) once listening.
+        #[arg(long)]
+        open: bool,
         /// Require `Authorization: Bearer <token>` on /mcp, the token read from this environment
         /// variable (default: [endpoint].token_env, else SWITCHBOARD_TOKEN when set).
         #[arg(long, value_name = "VAR")]
@@ -296,14 +301,25 @@ pub(crate) async fn run() -> ExitCode {
     let cli = parse_cli();
     let sources = Sources { config: cli.config.as_deref(), db: cli.db.as_deref() };
     match cli.command {
-        Command::Serve { mcp_json, listen, stdio, token_env, upstream, upstream_cmd, prefix, separator } => {
+        Command::Serve {
+            mcp_json,
+            listen,
+            stdio,
+            open,
+            token_env,
+            upstream,
+            upstream_cmd,
+            prefix,
+            separator,
+        } => {
             let flags = switchboard_app::config::ServeFlags {
                 listen,
                 prefix,
                 separator,
                 upstreams: upstream.into_iter().chain(upstream_cmd).collect(),
             };
-            serve::command(sources, &mcp_json, flags, stdio, token_env.as_deref()).await
+            serve::command(sources, &mcp_json, flags, serve::Modes { stdio, open }, token_env.as_deref())
+                .await
         }
         Command::Traces { json, limit } => traces::command(sources, json, limit).await,
         Command::Servers { json } => servers::command(sources, json).await,

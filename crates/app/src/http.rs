@@ -1,8 +1,9 @@
-//! The router's HTTP listener: the MCP endpoint, blobs, health and the read-only server list.
+//! The router's HTTP listener: the MCP endpoint, blobs and health.
 //!
 //! [`router_with`] builds the axum app around a [`Gateway`] (which brings `/mcp`);
 //! [`with_token`] puts it behind the bearer token; [`serve_with`] serves it. [`crate::App`]
-//! composes the three for every binary and test. The admin API joins later.
+//! composes the three for every binary and test, and merges the admin API (`/api`, behind
+//! its own guard, and the UI's files: `switchboard-admin`) beside them.
 
 use std::sync::Arc;
 
@@ -14,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util_compat::StreamAdapter;
 use serde_json::json;
-use switchboard_router::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::blobs::{BlobError, BlobStore};
@@ -28,8 +28,6 @@ pub use crate::listener::ListenerConfig;
 pub struct HttpState {
     /// Uploaded inputs.
     pub blobs: BlobStore,
-    /// The registry, for `/api/servers` and `/mcp`.
-    pub registry: Option<Registry>,
     /// The MCP endpoint's settings.
     pub endpoint: Arc<EndpointConfig>,
 }
@@ -75,8 +73,8 @@ async fn put_blob(State(s): State<Arc<HttpState>>, body: Body) -> Response {
     }
 }
 
-/// The axum application without the bearer token: `/healthz`, blobs, the server list and the
-/// gateway's `/mcp` (with its edge: deadlines, traces, WebSocket upgrades).
+/// The axum application without the bearer token: `/healthz`, blobs and the gateway's `/mcp`
+/// (with its edge: deadlines, traces, WebSocket upgrades).
 pub fn router_with(state: HttpState, gateway: &Gateway) -> Router {
     let limit = usize::try_from(state.blobs.limit()).unwrap_or(usize::MAX);
     let state = Arc::new(state);
@@ -84,12 +82,6 @@ pub fn router_with(state: HttpState, gateway: &Gateway) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/blobs/{id}", get(get_blob))
         .route("/blobs", post(put_blob).layer(DefaultBodyLimit::max(limit)))
-        .route(
-            "/api/servers",
-            get(|State(s): State<Arc<HttpState>>| async move {
-                axum::Json(s.registry.as_ref().map(|r| r.servers()).unwrap_or_default())
-            }),
-        )
         .with_state(state)
         .merge(gateway.router())
 }

@@ -20,6 +20,7 @@ pub mod config;
 pub mod http;
 pub mod invoker;
 pub mod listener;
+pub mod panel;
 pub mod probe;
 pub mod upstreams;
 

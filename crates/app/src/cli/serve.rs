@@ -2,14 +2,16 @@
 //! HTTP and WebSocket (`--listen`) and/or stdio (`--stdio`), with request traces stored.
 //!
 //! The router is [`App`]; this module adds what only the command does: the merge of flags and
-//! file, the token from the environment, the `listening on` line, the exposure warning, the
-//! event log on stderr and the signal handling.
+//! file, the token from the environment, the default listener (127.0.0.1:7010, or a free
+//! loopback port when it is taken), the `listening on` and `panel:` lines, `--open`, the
+//! exposure warning, the event log on stderr and the signal handling.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use switchboard_app::auth::BearerToken;
+use switchboard_admin::AdminToken;
+use switchboard_app::auth::{BearerToken, TOKEN_ENV};
 use switchboard_app::config::{AppConfig, ServeFlags};
 use switchboard_app::{App, AppOptions};
 use switchboard_router::{Event, Registry};
@@ -20,14 +22,34 @@ use super::Sources;
 /// How long shutdown lets the requests in flight finish.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(5);
 
+/// Where `serve` listens when nothing says where (and it does not serve stdio only).
+pub(crate) const DEFAULT_LISTEN: std::net::SocketAddr =
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 7010);
+
+/// How `serve` runs besides its configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Modes {
+    /// Serve one MCP client on stdin/stdout.
+    pub(crate) stdio: bool,
+    /// Open the panel in a browser once listening.
+    pub(crate) open: bool,
+}
+
+/// The configured token's text, for the admin API (which needs the secret itself to print the
+/// panel's URL), read from the same variable [`BearerToken::from_env`] reads.
+fn configured_secret(var: Option<&str>) -> Option<String> {
+    std::env::var(var.unwrap_or(TOKEN_ENV)).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// Runs `switchboard serve` (see the command's help).
 pub(crate) async fn command(
     sources: Sources<'_>,
     mcp_json: &[PathBuf],
     flags: ServeFlags,
-    stdio: bool,
+    modes: Modes,
     token_env: Option<&str>,
 ) -> ExitCode {
+    let Modes { stdio, open } = modes;
     super::init_tracing();
     let cfg = switchboard_app::config::load(sources.config, mcp_json, sources.db).and_then(|mut c| {
         c.apply_serve_flags(flags)?;
@@ -40,16 +62,32 @@ pub(crate) async fn command(
             return ExitCode::from(2);
         }
     };
-    let token = match BearerToken::from_env(token_env.or(cfg.token_env.as_deref())) {
+    let var = token_env.or(cfg.token_env.as_deref());
+    let token = match BearerToken::from_env(var) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("switchboard: {e}");
             return ExitCode::from(2);
         }
     };
+    // One token for both when one is configured; otherwise the app makes a per-launch one.
+    let admin_token = match token.as_ref().and_then(|_| configured_secret(var)).map(|s| AdminToken::new(&s)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("switchboard: {e}");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
     let cancel = CancellationToken::new();
     tokio::spawn(super::shutdown_signal(cancel.clone()));
-    let options = ServeOptions { listen: cfg.endpoint.listen, stdio, token };
+    // Nothing says where to listen and no stdio client: the workstation default.
+    let (listen, default_listen) = match cfg.endpoint.listen {
+        Some(a) => (Some(a), false),
+        None if !stdio => (Some(DEFAULT_LISTEN), true),
+        None => (None, false),
+    };
+    let options = ServeOptions { listen, default_listen, stdio, open, token, admin_token };
     let ok = match run(cfg, options, cancel).await {
         Ok(()) => true,
         Err(e) => {
@@ -96,11 +134,18 @@ async fn log_events(registry: Registry, cancel: CancellationToken) {
 struct ServeOptions {
     /// Serve the HTTP listener (`/mcp` for HTTP and WebSocket clients, blobs, health) here.
     listen: Option<std::net::SocketAddr>,
+    /// `listen` is [`DEFAULT_LISTEN`] because nothing named one: a taken port falls back to a
+    /// free loopback port.
+    default_listen: bool,
     /// Serve one MCP client on stdin/stdout; the process ends when stdin closes.
     stdio: bool,
+    /// Open the panel with `xdg-open` once listening.
+    open: bool,
     /// The bearer token every route but `/healthz` requires (HTTP and WebSocket; stdio is the
     /// process owner's).
     token: Option<BearerToken>,
+    /// The admin API's token (the configured one; `None`: per-launch random).
+    admin_token: Option<AdminToken>,
 }
 
 /// The warning for a listener reachable from other machines without a token, if `addr` is one.
@@ -141,7 +186,11 @@ async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationToken
     }
     tracing::info!(config = %config.source, db = %config.db_path.display(), servers = config.servers.len(), prefix = ?config.endpoint.federation.mode, "starting switchboard");
     let has_token = options.token.is_some();
-    let app = App::build(&config, AppOptions { token: options.token, ..AppOptions::default() }).await?;
+    let app = App::build(
+        &config,
+        AppOptions { token: options.token, admin_token: options.admin_token, ..AppOptions::default() },
+    )
+    .await?;
     // The signal handler and the end of stdin ask the app to stop through `cancel`.
     let stop = app.cancel_token();
     tokio::spawn({
@@ -155,8 +204,23 @@ async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationToken
     });
     let logger = tokio::spawn(log_events(app.registry().clone(), stop.clone()));
     if let Some(addr) = options.listen {
-        match app.listen(addr).await {
-            Ok(bound) => announce(bound, options.stdio, has_token),
+        let mut bound = app.listen(addr).await;
+        if options.default_listen && bound.is_err() {
+            let free = std::net::SocketAddr::new(addr.ip(), 0);
+            bound = app.listen(free).await;
+            if let Ok(b) = &bound {
+                eprintln!("switchboard: {addr} is taken; listening on {b} instead");
+            }
+        }
+        match bound {
+            Ok(bound) => {
+                announce(bound, options.stdio, has_token);
+                let url = app.panel_url(bound);
+                eprintln!("panel: {url}");
+                if options.open {
+                    open_browser(&url);
+                }
+            }
             Err(e) => {
                 app.shutdown(SHUTDOWN_DEADLINE).await;
                 return Err(e.into());
@@ -180,6 +244,29 @@ async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationToken
     app.shutdown(SHUTDOWN_DEADLINE).await;
     let _ = logger.await;
     Ok(())
+}
+
+/// Opens `url` with `xdg-open` when it is installed; says so when it is not.
+fn open_browser(url: &str) {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("xdg-open").is_file()));
+    if !found {
+        eprintln!("switchboard: --open: xdg-open is not installed; open the panel's URL above yourself");
+        return;
+    }
+    // The URL carries the token: it goes to the browser as an argument, never into a log.
+    match std::process::Command::new("xdg-open")
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => eprintln!("switchboard: --open: xdg-open failed to start: {e}"),
+    }
 }
 
 #[cfg(test)]

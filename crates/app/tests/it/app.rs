@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_router::events::Event;
 use switchboard_store::{Store, StoreConfig};
 
@@ -22,7 +22,9 @@ async fn the_default_app_serves_health_and_the_builtin_tools_and_a_token_guards_
     for tool in ["analyze_thermal_image", "search_manual"] {
         assert!(names.iter().any(|n| n == tool), "{tool} missing from {names:?}");
     }
-    let servers: Value = http.get(format!("{base}/api/servers")).send().await.unwrap().json().await.unwrap();
+    // The admin API always wants its token, even when /mcp has none.
+    assert_eq!(http.get(format!("{base}/api/servers")).send().await.unwrap().status(), 401);
+    let servers = env.api_json("/api/servers").await;
     assert_eq!(servers.as_array().unwrap().len(), 3, "{servers}");
     env.shutdown().await;
 

@@ -97,6 +97,8 @@ fn serve_then_servers_shows_state_from_the_store() {
                 "--db",
                 db.to_str().unwrap(),
                 "serve",
+                "--listen",
+                "127.0.0.1:0",
                 "--mcp-json",
                 mcp_json.to_str().unwrap(),
             ])
@@ -250,7 +252,8 @@ fn serve_on_embedded_defaults_has_the_builtin_servers_ready() {
     let mut child = Command::new(switchboard())
         .current_dir(dir.path())
         .env_remove("SWITCHBOARD_CONFIG")
-        .args(["--db", db.to_str().unwrap(), "serve"])
+        .args(["--db", db.to_str().unwrap(), "serve", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();

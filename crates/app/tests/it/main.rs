@@ -3,6 +3,7 @@
 //! `serve`, `diagnose`, the conformance suite's client scenarios) as a spawned binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin;
 mod app;
 mod bridging;
 mod cli;

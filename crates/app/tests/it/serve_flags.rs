@@ -105,3 +105,55 @@ fn bad_serve_flags_are_one_line_errors() {
         assert!(err.starts_with("switchboard: ") && err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// With neither `--listen` nor `--stdio`, `serve` listens on loopback — 127.0.0.1:7010, or,
+/// when that is taken (held here), a free loopback port, saying so — and prints the panel's URL
+/// on stderr with a per-launch token the admin API accepts.
+#[tokio::test]
+async fn serve_without_flags_listens_on_loopback_and_prints_the_panel_url() {
+    use tokio::io::AsyncBufReadExt;
+    // Held for the test (or held by someone else already): 7010 is taken either way.
+    let _held = tokio::net::TcpListener::bind("127.0.0.1:7010").await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switchboard.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let mut sb = tokio::process::Command::new(switchboard());
+    sb.current_dir(dir.path())
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .env("RUST_LOG", "warn")
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--db")
+        .arg(dir.path().join("sb.db"))
+        .arg("serve")
+        .stderr(Stdio::piped());
+    let mut child = sb.stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let url = crate::listening_url(child.stdout.take().unwrap()).await;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut said = Vec::new();
+    let panel = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(p) = line.strip_prefix("panel: ") {
+                return p.to_owned();
+            }
+            said.push(line);
+        }
+        panic!("no panel line: {said:?}");
+    })
+    .await
+    .expect("the panel line in time");
+    assert!(said.iter().any(|l| l.contains("127.0.0.1:7010 is taken")), "{said:?}");
+    let base = url.trim_end_matches("/mcp");
+    assert!(base.starts_with("http://127.0.0.1:") && !base.ends_with(":7010"), "{url}");
+    let token = panel.strip_prefix(&format!("{base}/#token=")).expect("http://ADDR/#token=TOKEN");
+    assert_eq!(token.len(), 64, "32 random bytes, hex: {panel}");
+    let http = reqwest::Client::new();
+    let api = format!("{base}/api/overview");
+    assert_eq!(http.get(&api).send().await.unwrap().status(), 401);
+    let r = http.get(&api).bearer_auth(token).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let page = http.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+}

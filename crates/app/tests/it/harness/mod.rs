@@ -207,9 +207,11 @@ impl Harness {
     }
 
     /// Requires `token` on every data route (the env's client does not send it unless
-    /// asked: [`Client::with_token`]).
+    /// asked: [`Client::with_token`]), and on the admin API, as `serve` does with a configured
+    /// token (without one the admin API has a random token: [`Env::admin_token`]).
     pub fn token(mut self, token: &str) -> Harness {
         self.options.token = BearerToken::new(token);
+        self.options.admin_token = switchboard_admin::AdminToken::new(token).ok();
         self
     }
 
@@ -292,7 +294,9 @@ impl Harness {
         let traces =
             app.events().subscribe_filtered(Filter { kinds: [EventKind::Trace].into(), ..Filter::default() });
         let addr = app.listen(LOOPBACK).await.unwrap();
+        let admin_token = app.admin_token().secret().to_owned();
         Env {
+            admin_token,
             client: Client::new(format!("http://{addr}/mcp")),
             addr,
             base: format!("http://{addr}"),
@@ -317,6 +321,8 @@ pub struct Env {
     pub base: String,
     /// `ws://127.0.0.1:PORT/mcp`.
     pub ws_url: String,
+    /// The admin API's token (`/api`).
+    pub admin_token: String,
     app: Option<App>,
     stop: CancellationToken,
     fixtures: HashMap<String, RunningFixture>,
@@ -343,6 +349,18 @@ impl Env {
     /// The running app.
     pub fn app(&self) -> &App {
         self.app.as_ref().expect("the app was shut down")
+    }
+
+    /// A request to the admin API at `path` (`/api/…`) with the admin token.
+    pub fn api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.http.request(method, format!("{}{path}", self.base)).bearer_auth(&self.admin_token)
+    }
+
+    /// `GET` of an admin API JSON answer, which must be 200.
+    pub async fn api_json(&self, path: &str) -> serde_json::Value {
+        let r = self.api(reqwest::Method::GET, path).send().await.unwrap();
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.json().await.unwrap()
     }
 
     /// The registry.
