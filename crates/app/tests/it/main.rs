@@ -8,6 +8,7 @@ mod bridging;
 mod cli;
 mod conformance;
 mod diagnose;
+mod diagnosis_api;
 mod downstream;
 mod edge;
 mod endpoint;
@@ -16,6 +17,7 @@ mod notifications;
 mod scripted;
 mod security;
 mod serve_flags;
+mod sessions;
 
 pub use switchboard_fixtures::peers::{everything_js, node, node_dir, repo_root};
 
