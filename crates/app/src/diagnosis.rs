@@ -86,7 +86,9 @@ pub enum DiagnosisError {
     #[error(transparent)]
     Thermal(#[from] ThermalViewError),
     /// [`DiagnosisConfig::max_running`] runs are going already.
-    #[error("{0} diagnosis runs are in progress already, the most this router runs at once; retry when one ends")]
+    #[error(
+        "{0} diagnosis runs are in progress already, the most this router runs at once; retry when one ends"
+    )]
     Busy(usize),
     /// No run of that id is known.
     #[error("no run {0}")]
@@ -442,8 +444,12 @@ impl Diagnosis {
     /// [`DiagnosisError::Blob`] (not a blob id), [`DiagnosisError::UnknownBlob`],
     /// [`DiagnosisError::Thermal`] (the reader's error, or a frame over [`MAX_VIEW_PIXELS`]).
     pub async fn thermal(&self, sha256: &str) -> Result<ThermalView, DiagnosisError> {
-        let bytes =
-            self.inner.blobs.get(sha256).await?.ok_or_else(|| DiagnosisError::UnknownBlob(sha256.to_owned()))?;
+        let bytes = self
+            .inner
+            .blobs
+            .get(sha256)
+            .await?
+            .ok_or_else(|| DiagnosisError::UnknownBlob(sha256.to_owned()))?;
         let id = sha256.to_owned();
         let view = tokio::task::spawn_blocking(move || thermal::thermal_view(&id, &bytes))
             .await

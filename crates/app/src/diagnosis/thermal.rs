@@ -28,7 +28,9 @@ pub enum ThermalViewError {
     #[error("cannot read thermal image: {0}")]
     Decode(#[from] switchboard_thermal::Error),
     /// The frame is larger than [`MAX_VIEW_PIXELS`].
-    #[error("the image's frame of {width} × {height} pixels exceeds the thermal view's bound of {max} pixels")]
+    #[error(
+        "the image's frame of {width} × {height} pixels exceeds the thermal view's bound of {max} pixels"
+    )]
     TooLarge {
         /// Columns.
         width: usize,

@@ -287,7 +287,8 @@ impl RunView {
             n.status = NodeStatus::Running;
         }
         let output = |id: &str| nodes.iter().find(|n| n.node == id).and_then(|n| n.output.as_ref());
-        let result = output("vision").map(|v| DiagnosisResult::new(v, output("knowledge"), output("reasoning")));
+        let result =
+            output("vision").map(|v| DiagnosisResult::new(v, output("knowledge"), output("reasoning")));
         RunView { run: RunSummary::of(run), input: run.input.clone(), nodes, result }
     }
 }

@@ -114,7 +114,8 @@ async fn an_uploaded_neutral_renders_and_diagnoses_major_with_its_hotspot() {
     // The graph to draw.
     let (status, flow) = api.get("/api/flow").await;
     assert_eq!(status, 200);
-    let ids: Vec<&str> = flow["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> =
+        flow["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["vision", "knowledge", "reasoning"]);
     assert_eq!(flow["nodes"][0]["tool"], "analyze_thermal_image");
     assert_eq!(flow["edges"][0], json!({"from": "vision", "to": "knowledge", "when": null}));
@@ -144,7 +145,10 @@ async fn an_uploaded_neutral_renders_and_diagnoses_major_with_its_hotspot() {
     assert_eq!(result["severity"]["band"], "major", "{result}");
     let bbox = &result["hotspot"]["bbox"];
     let [x, y, bw, bh] = ["x", "y", "width", "height"].map(|k| bbox[k].as_u64().unwrap());
-    assert!((x..x + bw).contains(&51) && (y..y + bh).contains(&65), "hotspot {bbox} holds the neutral at (51,65)");
+    assert!(
+        (x..x + bw).contains(&51) && (y..y + bh).contains(&65),
+        "hotspot {bbox} holds the neutral at (51,65)"
+    );
     assert!(x + bw <= w as u64 && y + bh <= h as u64, "the box is in the thermal view's pixel grid");
     let spot = &result["hotspot"]["hottest"];
     let (sx, sy) = (spot["x"].as_f64().unwrap(), spot["y"].as_f64().unwrap());
@@ -203,8 +207,7 @@ async fn a_truncated_image_is_refused_by_the_reader_and_its_run_fails_into_the_h
 async fn bad_requests_are_refused_with_a_sentence() {
     let env = Harness::new().builtin_servers().options(|o| o.max_blob = Some(1024)).start().await;
     let api = Api::start(&env).await;
-    let (status, e) =
-        api.send(api.http.post(format!("{}/api/blobs", api.base)).body(vec![7u8; 4096])).await;
+    let (status, e) = api.send(api.http.post(format!("{}/api/blobs", api.base)).body(vec![7u8; 4096])).await;
     assert_eq!(status, 413, "{e}");
     assert!(e["error"].as_str().unwrap().contains("blob size limit of 1024 bytes"), "{e}");
     let (status, e) = api.post("/api/runs", json!({"image": "/etc/passwd"})).await;
@@ -213,7 +216,8 @@ async fn bad_requests_are_refused_with_a_sentence() {
     let (status, _) = api.post("/api/runs", json!({"image": format!("blob:{}", "a".repeat(64))})).await;
     assert_eq!(status, 404);
     let sha = api.upload(b"small".to_vec()).await;
-    let (status, e) = api.post("/api/runs", json!({"image": format!("blob:{sha}"), "equipment": "toaster"})).await;
+    let (status, e) =
+        api.post("/api/runs", json!({"image": format!("blob:{sha}"), "equipment": "toaster"})).await;
     assert_eq!(status, 400, "{e}");
     let (status, e) = api.post("/api/runs", json!({"image": format!("blob:{sha}"), "colour": "red"})).await;
     assert_eq!(status, 422, "{e}");
