@@ -239,7 +239,7 @@ pub struct RunView {
     pub input: Value,
     /// Every node of the flow, in execution order, whether it ran yet or not.
     pub nodes: Vec<NodeView>,
-    /// The diagnosis, once vision produced an output.
+    /// The diagnosis, once vision succeeded.
     pub result: Option<DiagnosisResult>,
 }
 
@@ -286,7 +286,13 @@ impl RunView {
         {
             n.status = NodeStatus::Running;
         }
-        let output = |id: &str| nodes.iter().find(|n| n.node == id).and_then(|n| n.output.as_ref());
+        // A failed tool's output is its error content, not a finding.
+        let output = |id: &str| {
+            nodes
+                .iter()
+                .find(|n| n.node == id && n.status == NodeStatus::Succeeded)
+                .and_then(|n| n.output.as_ref())
+        };
         let result =
             output("vision").map(|v| DiagnosisResult::new(v, output("knowledge"), output("reasoning")));
         RunView { run: RunSummary::of(run), input: run.input.clone(), nodes, result }
