@@ -44,7 +44,7 @@ impl Default for TracesConfig {
 #[derive(Debug)]
 enum Stored {
     Trace(TraceRecord),
-    Handshake(Box<HandshakeRecord>),
+    Handshake(HandshakeRecord),
 }
 
 /// Cloneable handle that requests hand their trace to.
@@ -96,7 +96,7 @@ impl TraceSink {
         if let Some(bus) = &self.bus {
             bus.publish(Event::Handshake { server: String::new(), record: Box::new(record.clone()) });
         }
-        self.queue(Stored::Handshake(Box::new(record)));
+        self.queue(Stored::Handshake(record));
     }
 
     fn queue(&self, item: Stored) {
