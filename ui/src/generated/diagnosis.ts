@@ -476,7 +476,7 @@ input: JsonValue,
  */
 nodes: Array<NodeView>, 
 /**
- * The diagnosis, once vision produced an output.
+ * The diagnosis, once vision succeeded.
  */
 result: DiagnosisResult | null, };
 
