@@ -3,7 +3,8 @@
 //! Large inputs (thermal images) never travel through the router as base64: they are
 //! written here once, named by their SHA-256, and tools receive a URL the router serves
 //! (`/blobs/<sha256>`). Writing streams and hashes at the same time and stops at the
-//! size limit, so an oversize upload costs at most `limit` bytes of disk, briefly.
+//! size limit, so an oversize upload costs at most `limit` bytes of disk, briefly. HTTP
+//! bodies come in through [`BlobStore::put_stream`].
 
 use std::path::{Path, PathBuf};
 
@@ -142,6 +143,16 @@ impl BlobStore {
         self.put_reader(f).await
     }
 
+    /// Stores a stream of byte chunks (an HTTP request body), up to the limit. A stream that
+    /// fails (a body cut at a body-limit layer, a client gone) is an [`BlobError::Io`].
+    pub async fn put_stream<S, E>(&self, stream: S) -> Result<BlobRef, BlobError>
+    where
+        S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        self.put_reader(StreamReader::new(stream)).await
+    }
+
     /// Reads a blob, `None` if absent.
     pub async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, BlobError> {
         let path = self.path_of(id)?;
@@ -149,6 +160,47 @@ impl BlobStore {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(BlobError::Io { path, source }),
+        }
+    }
+}
+
+/// `AsyncRead` over a stream of byte chunks.
+struct StreamReader<S> {
+    stream: S,
+    chunk: bytes::Bytes,
+}
+
+impl<S> StreamReader<S> {
+    fn new(stream: S) -> Self {
+        StreamReader { stream, chunk: bytes::Bytes::new() }
+    }
+}
+
+impl<S, E> AsyncRead for StreamReader<S>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use bytes::Buf as _;
+        use std::task::Poll;
+        loop {
+            if !self.chunk.is_empty() {
+                let n = self.chunk.len().min(buf.remaining());
+                buf.put_slice(&self.chunk[..n]);
+                self.chunk.advance(n);
+                return Poll::Ready(Ok(()));
+            }
+            match std::pin::Pin::new(&mut self.stream).poll_next(cx) {
+                Poll::Ready(Some(Ok(c))) => self.chunk = c,
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(std::io::Error::other(e.to_string()))),
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 }

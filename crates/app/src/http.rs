@@ -13,7 +13,6 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util_compat::StreamAdapter;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -57,9 +56,7 @@ async fn get_blob(State(s): State<Arc<HttpState>>, Path(id): Path<String>) -> Re
 
 async fn put_blob(State(s): State<Arc<HttpState>>, body: Body) -> Response {
     let limit = s.blobs.limit();
-    let stream = body.into_data_stream();
-    let reader = StreamAdapter::new(stream);
-    match s.blobs.put_reader(reader).await {
+    match s.blobs.put_stream(body.into_data_stream()).await {
         Ok(r) => (
             StatusCode::CREATED,
             axum::Json(json!({"sha256": r.sha256, "size": r.size, "url": format!("/blobs/{}", r.sha256)})),
@@ -105,56 +102,4 @@ pub async fn serve_with(
     cancel: CancellationToken,
 ) -> std::io::Result<()> {
     crate::listener::run(listener, app, config, cancel).await
-}
-
-/// Adapts an axum body stream into `AsyncRead`.
-mod futures_util_compat {
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
-
-    use bytes::{Buf, Bytes};
-    use futures::Stream;
-    use tokio::io::{AsyncRead, ReadBuf};
-
-    /// `AsyncRead` over a stream of byte chunks.
-    pub struct StreamAdapter<S> {
-        stream: S,
-        chunk: Bytes,
-    }
-
-    impl<S> StreamAdapter<S> {
-        /// Wraps a stream.
-        pub fn new(stream: S) -> Self {
-            StreamAdapter { stream, chunk: Bytes::new() }
-        }
-    }
-
-    impl<S, E> AsyncRead for StreamAdapter<S>
-    where
-        S: Stream<Item = Result<Bytes, E>> + Unpin,
-        E: std::fmt::Display,
-    {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut ReadBuf<'_>,
-        ) -> Poll<std::io::Result<()>> {
-            loop {
-                if !self.chunk.is_empty() {
-                    let n = self.chunk.len().min(buf.remaining());
-                    buf.put_slice(&self.chunk[..n]);
-                    self.chunk.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                match Pin::new(&mut self.stream).poll_next(cx) {
-                    Poll::Ready(Some(Ok(c))) => self.chunk = c,
-                    Poll::Ready(Some(Err(e))) => {
-                        return Poll::Ready(Err(std::io::Error::other(e.to_string())));
-                    }
-                    Poll::Ready(None) => return Poll::Ready(Ok(())),
-                    Poll::Pending => return Poll::Pending,
-                }
-            }
-        }
-    }
 }

@@ -7,6 +7,9 @@
 //! start Switchboard through `App`. Library crates get typed configuration from here and never
 //! look at the environment themselves.
 //!
+//! The thermal diagnosis is a service of the app ([`diagnosis::Diagnosis`]), shared by the
+//! `diagnose` command and the panel's routes ([`diagnosis::routes`]).
+//!
 //! The `switchboard` command's own code (argument parsing, terminal output, one module per
 //! command) lives in the binary (`src/cli.rs`, `src/cli/`), not here: what links this library
 //! gets composition only.
@@ -17,6 +20,7 @@ pub mod app;
 pub mod blobs;
 pub mod builtins;
 pub mod config;
+pub mod diagnosis;
 pub mod http;
 pub mod invoker;
 pub mod listener;

@@ -14,6 +14,7 @@ use switchboard_router::federation::FederationConfig;
 use crate::bridge::Bridge;
 use crate::notify::{Notifier, Subscriptions};
 use crate::session::{InFlight, Revocations, SessionKey};
+use crate::sessions::SessionTable;
 use crate::traces::TraceSink;
 use crate::view::ViewCache;
 
@@ -69,6 +70,8 @@ pub struct EndpointConfig {
     pub notifier: Notifier,
     /// Resource subscriptions of sessions and listen streams on this instance.
     pub subscriptions: Subscriptions,
+    /// Downstream sessions and callers seen by this instance, with their upstream bindings.
+    pub sessions: SessionTable,
     /// How long a legacy client may take to answer a server → client request.
     pub answer_timeout: Duration,
     /// The federation of the ready servers, rebuilt when the registry changes.
@@ -98,6 +101,7 @@ impl Default for EndpointConfig {
             bridge: Bridge::default(),
             notifier: Notifier::default(),
             subscriptions: Subscriptions::default(),
+            sessions: SessionTable::default(),
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,
             views: ViewCache::default(),
             pending_wait: switchboard_router::config::DEFAULT_HANDSHAKE_TIMEOUT,

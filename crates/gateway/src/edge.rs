@@ -11,12 +11,15 @@
 //!   (client, transport, era, method, name, upstream, latency, outcome) handed to a
 //!   [`crate::traces::TraceSink`], which publishes it on the event bus and stores it off the
 //!   request path.
+//! - **Downstream handshakes.** A client's `initialize` or `server/discover` answered here is
+//!   also a handshake record (leg `downstream`), handed to the same sink.
 //! - **Answer size.** A single answer larger than [`EdgeConfig::answer_limit`] is replaced by
 //!   an error naming the limit.
 //!
 //! The edge reads what the endpoint decided (upstream, client, version) from the request's
 //! [`crate::endpoint::Decided`]; it never parses a body or routes a name itself.
 
+mod handshake;
 mod trace;
 
 use std::time::{Duration, Instant};
@@ -63,6 +66,8 @@ impl Edge {
         let id = msg.id();
         let mut pending =
             self.config.traces.clone().map(|sink| Pending::start(sink, ctx, &method, msg.name(), started));
+        let handshake = handshake::is_handshake(&method)
+            .then(|| serde_json::Value::Object(msg.params().cloned().unwrap_or_default()));
         let limit = self.config.call_timeout;
         let deadline = FORWARDED.contains(&method.as_str()).then(|| tokio::time::Instant::now() + limit);
         let run = self.endpoint.handle(msg, ctx);
@@ -85,6 +90,9 @@ impl Edge {
             Reply::Message { status, msg } => {
                 if let Some(p) = pending.as_mut() {
                     p.answered(status.as_u16(), false);
+                }
+                if let (Some(params), Some(sink)) = (&handshake, &self.config.traces) {
+                    sink.handshake(handshake::record(&method, params, &msg, ctx, started));
                 }
                 if !fits(&msg, self.config.answer_limit) {
                     let err = too_large_error(id, &method, self.config.answer_limit);

@@ -302,6 +302,7 @@ impl Endpoint {
         }
         self.config.bridge.end_session(sid);
         self.config.subscriptions.end_session(sid);
+        self.config.sessions.session_ended(sid);
         Reply::NoContent
     }
 

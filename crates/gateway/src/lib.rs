@@ -11,6 +11,8 @@
 //!   (one message, a stream of messages, or nothing), for both protocol revisions on one URL:
 //!   2025-11-25 sessions ([`session`]), bridging between revisions ([`bridge`]), change
 //!   notifications ([`notify`]), federated lists and forwarded calls over the routing seam.
+//! - **Who is connected** ([`sessions`]): a bounded table of downstream sessions and callers
+//!   with their upstream bindings, for the panel; nothing is refused because of it.
 //! - **Leaves** everyone may use: settings ([`config`]), the cached federation ([`view`]),
 //!   origin checks ([`origin`]), the bearer token ([`auth`]).
 //!
@@ -33,6 +35,7 @@ pub mod notify;
 pub mod origin;
 pub mod service;
 pub mod session;
+pub mod sessions;
 pub mod traces;
 pub mod view;
 

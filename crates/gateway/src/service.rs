@@ -17,6 +17,7 @@ use crate::config::{EdgeConfig, EndpointConfig};
 use crate::downstream::Adapter;
 use crate::edge::Edge;
 use crate::endpoint::Endpoint;
+use crate::sessions::{SessionTable, SessionsView};
 
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone, Default)]
@@ -32,16 +33,27 @@ pub struct GatewayConfig {
 pub struct Gateway {
     routes: Router,
     adapter: Adapter,
+    sessions: SessionTable,
 }
 
 impl Gateway {
     /// Builds the gateway over `registry` (`None`: an endpoint with no upstreams, for tests).
     /// `cancel` closes WebSocket connections.
     pub fn new(registry: Option<Registry>, config: GatewayConfig, cancel: CancellationToken) -> Gateway {
+        let sessions = config.endpoint.sessions.clone();
+        if let Some(registry) = &registry {
+            sessions.publish_on(registry.events().clone());
+        }
         let endpoint = Endpoint::new(registry, Arc::new(config.endpoint));
         let edge = Edge::new(endpoint, config.edge);
         let routes = crate::http::routes(edge.clone(), cancel);
-        Gateway { routes, adapter: Adapter::new(edge) }
+        Gateway { routes, adapter: Adapter::new(edge), sessions }
+    }
+
+    /// The downstream sessions and callers this instance has seen, with the upstream sessions
+    /// each is bound to (see [`crate::sessions`]).
+    pub fn sessions(&self) -> SessionsView {
+        self.sessions.view()
     }
 
     /// `/mcp` (POST, GET, DELETE and WebSocket upgrades), to merge into the app's router.

@@ -6,12 +6,17 @@
 //! [`TracesConfig::keep`] rows. When the channel is full (the disk is slower than the traffic) the
 //! record is dropped from storage — it was still published — and counted; the writer logs the
 //! count once it catches up, and [`TraceSink::dropped`] reports it.
+//!
+//! Downstream handshakes (a client's `initialize` or `server/discover` through the gateway)
+//! take the same way ([`TraceSink::handshake`]): published as `Event::Handshake`, queued on the
+//! same bounded channel, stored by the same writer in the `handshakes` table (leg
+//! `downstream`, no `server_id`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use switchboard_router::{Event, EventBus};
-use switchboard_store::{Store, TRACES_KEPT, TraceRecord};
+use switchboard_store::{HandshakeRecord, Store, TRACES_KEPT, TraceRecord};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -35,10 +40,17 @@ impl Default for TracesConfig {
     }
 }
 
+/// What the writer stores.
+#[derive(Debug)]
+enum Stored {
+    Trace(TraceRecord),
+    Handshake(HandshakeRecord),
+}
+
 /// Cloneable handle that requests hand their trace to.
 #[derive(Debug, Clone)]
 pub struct TraceSink {
-    tx: Option<mpsc::Sender<TraceRecord>>,
+    tx: Option<mpsc::Sender<Stored>>,
     bus: Option<EventBus>,
     dropped: Arc<AtomicU64>,
 }
@@ -76,8 +88,20 @@ impl TraceSink {
         if let Some(bus) = &self.bus {
             bus.publish(Event::Trace { record: Box::new(record.clone()) });
         }
+        self.queue(Stored::Trace(record));
+    }
+
+    /// Publishes and queues a downstream client's handshake with the router; never blocks.
+    pub fn handshake(&self, record: HandshakeRecord) {
+        if let Some(bus) = &self.bus {
+            bus.publish(Event::Handshake { server: String::new(), record: Box::new(record.clone()) });
+        }
+        self.queue(Stored::Handshake(record));
+    }
+
+    fn queue(&self, item: Stored) {
         if let Some(tx) = &self.tx
-            && tx.try_send(record).is_err()
+            && tx.try_send(item).is_err()
         {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -91,7 +115,7 @@ impl TraceSink {
 
 async fn write(
     store: Store,
-    mut rx: mpsc::Receiver<TraceRecord>,
+    mut rx: mpsc::Receiver<Stored>,
     keep: i64,
     dropped: Arc<AtomicU64>,
     cancel: CancellationToken,
@@ -128,11 +152,21 @@ async fn write(
     }
 }
 
-async fn flush(store: &Store, batch: &mut Vec<TraceRecord>, keep: i64) {
-    if let Err(e) = store.insert_traces(batch, keep).await {
-        tracing::warn!(error = %e, lost = batch.len(), "storing traces failed");
+async fn flush(store: &Store, batch: &mut Vec<Stored>, keep: i64) {
+    let mut traces = Vec::with_capacity(batch.len());
+    for item in batch.drain(..) {
+        match item {
+            Stored::Trace(t) => traces.push(t),
+            Stored::Handshake(h) => {
+                if let Err(e) = store.insert_handshake(&h).await {
+                    tracing::warn!(error = %e, "storing a downstream handshake failed");
+                }
+            }
+        }
     }
-    batch.clear();
+    if let Err(e) = store.insert_traces(&traces, keep).await {
+        tracing::warn!(error = %e, lost = traces.len(), "storing traces failed");
+    }
 }
 
 /// Traces as a table, newest first.

@@ -14,6 +14,8 @@
 //! | [`Event::Frame`] | upstream connections through their [`Tap`](switchboard_transport::Tap) (the bus is their [`FrameSink`]); the gateway for client-leg frames |
 //! | [`Event::Trace`] | the gateway, when a downstream request finished (`gateway/src/traces.rs`) |
 //! | [`Event::FlowProgress`] | the flow engine, through the bus as its [`RunObserver`](switchboard_flow::RunObserver) ([`flow`]); the app hands the bus to its engine |
+//! | [`Event::FlowRun`] | the app's diagnosis service (`app/src/diagnosis.rs`), when a run is admitted and once its end is stored |
+//! | [`Event::Session`] | the gateway's session table (`gateway/src/sessions.rs`): a 2025-11-25 session opened or ended, a session or 2026-07-28 caller bound to an upstream |
 //! | [`Event::ProcessStats`] | the registry's process sampler ([`crate::stats`]), only while somebody subscribes, Linux only |
 //! | [`Event::Negotiation`] | nobody yet: the steps of a negotiation are in the handshake record's `steps` |
 //! | [`Event::Notification`] | nobody yet: the gateway's notifier does not publish its fan-out |
@@ -175,6 +177,40 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
+    /// A flow run was admitted (`running`) or ended (`ok`, `failed`, `cancelled`). The end is
+    /// published once the run's record is stored, so reading the run then finds it ended.
+    FlowRun {
+        /// Run id.
+        run_id: String,
+        /// The flow's name.
+        flow: String,
+        /// `running`, `ok`, `failed` or `cancelled`.
+        status: String,
+        /// Why it failed or was cancelled.
+        error: Option<String>,
+        /// Unix milliseconds.
+        at_ms: i64,
+    },
+    /// A downstream 2025-11-25 session was opened or ended, or a session or 2026-07-28 caller
+    /// was bound to an upstream (the gateway's session table).
+    Session {
+        /// `opened`, `ended` or `bound`.
+        action: String,
+        /// `session` (2025-11-25) or `caller` (2026-07-28).
+        kind: String,
+        /// The session's tag or the caller's key: never a full session id.
+        id: String,
+        /// The client's `clientInfo` name and version, when known.
+        client: Option<String>,
+        /// The downstream transport (`http`, `ws`, `stdio`).
+        transport: String,
+        /// For `bound`: the upstream server.
+        server: Option<String>,
+        /// For `bound`: the tag of the upstream session, when the upstream holds one.
+        upstream_session: Option<String>,
+        /// Unix milliseconds.
+        at_ms: i64,
+    },
     /// Periodic figures of one process: the router itself, or a server's stdio child (see
     /// [`crate::stats`]). Published every [`crate::RegistryConfig::stats_interval`], one event
     /// per process, only while somebody subscribes.
@@ -261,6 +297,10 @@ pub enum EventKind {
     Notification,
     /// [`Event::FlowProgress`].
     FlowProgress,
+    /// [`Event::FlowRun`].
+    FlowRun,
+    /// [`Event::Session`].
+    Session,
     /// [`Event::ProcessStats`].
     ProcessStats,
 }
@@ -279,6 +319,8 @@ impl Event {
             Event::Trace { .. } => EventKind::Trace,
             Event::Notification { .. } => EventKind::Notification,
             Event::FlowProgress { .. } => EventKind::FlowProgress,
+            Event::FlowRun { .. } => EventKind::FlowRun,
+            Event::Session { .. } => EventKind::Session,
             Event::ProcessStats { .. } => EventKind::ProcessStats,
         }
     }
@@ -292,7 +334,7 @@ impl Event {
             | Event::Catalog { server, .. }
             | Event::CatalogChanged { server, .. }
             | Event::Upstream { server, .. } => Some(server),
-            Event::ProcessStats { server, .. } => server.as_deref(),
+            Event::ProcessStats { server, .. } | Event::Session { server, .. } => server.as_deref(),
             Event::Frame { frame } if frame.leg == "upstream" => Some(&frame.peer),
             Event::Trace { record } => record.upstream.as_deref(),
             _ => None,

@@ -293,7 +293,7 @@ templates_removed: Array<string>,
  */
 templates_changed: Array<string>, };
 
-export type EventKind = "handshake" | "negotiation" | "server_state" | "catalog" | "catalog_changed" | "upstream" | "frame" | "trace" | "notification" | "flow_progress" | "process_stats";
+export type EventKind = "handshake" | "negotiation" | "server_state" | "catalog" | "catalog_changed" | "upstream" | "frame" | "trace" | "notification" | "flow_progress" | "flow_run" | "session" | "process_stats";
 
 export type Filter = { 
 /**
@@ -479,6 +479,58 @@ elapsed_ms: number | null,
  * A line for the operator (the tool called, its progress message, the error).
  */
 message: string | null, 
+/**
+ * Unix milliseconds.
+ */
+at_ms: number, } | { "type": "flow_run", 
+/**
+ * Run id.
+ */
+run_id: string, 
+/**
+ * The flow's name.
+ */
+flow: string, 
+/**
+ * `running`, `ok`, `failed` or `cancelled`.
+ */
+status: string, 
+/**
+ * Why it failed or was cancelled.
+ */
+error: string | null, 
+/**
+ * Unix milliseconds.
+ */
+at_ms: number, } | { "type": "session", 
+/**
+ * `opened`, `ended` or `bound`.
+ */
+action: string, 
+/**
+ * `session` (2025-11-25) or `caller` (2026-07-28).
+ */
+kind: string, 
+/**
+ * The session's tag or the caller's key: never a full session id.
+ */
+id: string, 
+/**
+ * The client's `clientInfo` name and version, when known.
+ */
+client: string | null, 
+/**
+ * The downstream transport (`http`, `ws`, `stdio`).
+ */
+transport: string, 
+/**
+ * For `bound`: the upstream server.
+ */
+server: string | null, 
+/**
+ * For `bound`: the tag of the upstream session, when the upstream holds one.
+ */
+upstream_session: string | null, 
 /**
  * Unix milliseconds.
  */

@@ -1,5 +1,6 @@
 //! `switchboard diagnose IMAGE` and `bench-diagnose`: the thermal diagnosis flow through the router.
 //!
+//! The runs go through the app's diagnosis service ([`Diagnosis`], the one the panel uses).
 //! Everything runs in this process but on the real paths: the image goes into the blob
 //! store and reaches vision as a `blob:<sha256>` reference (read from the blob directory,
 //! never over HTTP; the store is also served on loopback), the built-in servers are reached through
@@ -15,15 +16,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 use switchboard_app::config::AppConfig;
+use switchboard_app::diagnosis::{Diagnosis, DiagnosisConfig};
 use switchboard_app::{App, AppOptions};
-use switchboard_flow::{Engine, Flow, RunEvent, RunOptions, RunOutcome, RunRecord, RunSink, StoreSink};
+use switchboard_flow::{Engine, RunEvent, RunOptions, RunOutcome, RunRecord};
 
 use super::Sources;
-
-/// The default flow, shipped in the binary.
-const DEFAULT_FLOW: &str = include_str!("../../../../assets/flows/thermal-diagnosis.toml");
-/// Its name for error messages.
-const DEFAULT_FLOW_NAME: &str = "assets/flows/thermal-diagnosis.toml";
 
 /// What to diagnose and how.
 #[derive(Debug, Clone, Default)]
@@ -148,10 +145,12 @@ pub(crate) async fn bench_command(sources: Sources<'_>, image: &Path, runs: usiz
 }
 
 /// A running diagnosis environment: the router ([`App`]) with the built-in servers ready and
-/// its HTTP listener on loopback.
+/// its HTTP listener on loopback, and the diagnosis service over it.
 pub(crate) struct Env {
     /// The router.
     pub app: App,
+    /// The runs (the same service the panel's routes use).
+    pub diagnosis: Diagnosis,
 }
 
 impl Env {
@@ -181,25 +180,13 @@ impl Env {
         app.listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
             .context("binding the blob listener")?;
-        Ok(Env { app })
-    }
-
-    /// Loads a flow (the default one when `path` is `None`), validated against the live tools.
-    pub fn load_flow(&self, path: Option<&Path>) -> anyhow::Result<Flow> {
-        let invoker = self.app.invoker();
-        Ok(match path {
-            Some(p) => Flow::load(p, &invoker)?,
-            None => Flow::from_toml(DEFAULT_FLOW_NAME, DEFAULT_FLOW, &invoker)?,
-        })
+        let diagnosis = Diagnosis::new(&app, DiagnosisConfig::default());
+        Ok(Env { app, diagnosis })
     }
 
     /// Runs a diagnosis.
     pub async fn diagnose(&self, opts: &DiagnoseOptions) -> anyhow::Result<RunRecord> {
-        let flow = self.load_flow(opts.flow.as_deref())?;
-        let sink: Arc<dyn RunSink> = Arc::new(StoreSink::new(self.app.store().clone()));
-        let engine = Engine::new(Arc::new(self.app.invoker()))
-            .with_sink(sink.clone())
-            .with_observer(Arc::new(self.app.registry().events().clone()));
+        let flow = self.diagnosis.load_flow(opts.flow.as_deref())?;
         let mut input = opts.extra.clone();
         let blob = match self.app.blobs().put_file(&opts.image).await {
             Ok(b) => b,
@@ -207,23 +194,7 @@ impl Env {
                 // The refusal is a failed run like any other, so it shows in the run history.
                 let reason = format!("image {}: {e}", opts.image.display());
                 input.insert("image".into(), json!(opts.image.display().to_string()));
-                let now = switchboard_app::now_ms();
-                let mut record = RunRecord {
-                    run_id: format!("run-{now}-upload"),
-                    flow: flow.name().to_owned(),
-                    input: Value::Object(input),
-                    started_at_ms: now,
-                    finished_at_ms: None,
-                    outcome: RunOutcome::Running,
-                    error: None,
-                    nodes: Vec::new(),
-                };
-                sink.run_started(&record).await.ok();
-                record.outcome = RunOutcome::Failed;
-                record.error = Some(reason.clone());
-                record.finished_at_ms = Some(switchboard_app::now_ms());
-                sink.run_finished(&record).await.ok();
-                return Ok(record);
+                return Ok(self.diagnosis.record_refused(&flow, Value::Object(input), reason).await?);
             }
         };
         // A blob reference: vision reads it from the blob directory, not over HTTP.
@@ -242,15 +213,14 @@ impl Env {
                 }
             }
         });
-        let record = engine
-            .run(&flow, Value::Object(input), RunOptions { events: Some(tx), ..RunOptions::default() })
-            .await;
+        let record = self.diagnosis.run(&flow, Value::Object(input), Some(tx)).await;
         let _ = painter.await;
-        Ok(record)
+        Ok(record?)
     }
 
-    /// Stops the listener, the servers and the store, in that order.
+    /// Stops the runs, the listener, the servers and the store, in that order.
     pub async fn shutdown(self) {
+        self.diagnosis.shutdown(Duration::from_secs(5)).await;
         self.app.shutdown(Duration::from_secs(5)).await;
     }
 }
@@ -404,7 +374,7 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 
 /// Runs the default flow `runs` times on `image` and the library baseline as often.
 pub(crate) async fn bench(env: &Env, image: &Path, runs: usize) -> anyhow::Result<BenchReport> {
-    let flow = env.load_flow(None)?;
+    let flow = env.diagnosis.load_flow(None)?;
     let engine = Engine::new(Arc::new(env.app.invoker()));
     let blob = env.app.blobs().put_file(image).await?;
     let input = json!({"image": format!("blob:{}", blob.sha256)});

@@ -9,6 +9,7 @@ mod bridging;
 mod cli;
 mod conformance;
 mod diagnose;
+mod diagnosis_api;
 mod downstream;
 mod edge;
 mod endpoint;
@@ -17,6 +18,7 @@ mod notifications;
 mod scripted;
 mod security;
 mod serve_flags;
+mod sessions;
 
 pub use switchboard_fixtures::peers::{everything_js, node, node_dir, repo_root};
 

@@ -161,6 +161,18 @@ impl Handler {
             }
             Err(e) => return self.upstream_failed(server, e),
         };
+        let up = upstream.upstream();
+        let upstream_session = match up.kind() {
+            switchboard_transport::TransportKind::Http => up.status().session_id,
+            _ => None,
+        };
+        self.config.sessions.bound(
+            &self.downstream,
+            server,
+            upstream_session.as_deref(),
+            self.client.caps(),
+            up.kind().as_str(),
+        );
         let Some(id) = self.id.clone() else { return Reply::Accepted };
         let correlation = self.correlation;
         let mut call = Call::new(

@@ -14,6 +14,7 @@ use super::{Decided, Reply, RequestContext};
 use crate::bridge::LOG_LEVELS;
 use crate::config::EndpointConfig;
 use crate::session::InFlightGuard;
+use crate::sessions::Downstream;
 use crate::view::View;
 
 pub(super) struct Handler {
@@ -32,6 +33,8 @@ pub(super) struct Handler {
     pub(super) decided: Decided,
     /// The request's correlation id (upstream frames of its stream carry it too).
     pub(super) correlation: u64,
+    /// Who sent it, as the session table keys them (for the upstream bindings).
+    pub(super) downstream: Downstream,
 }
 
 impl Handler {
@@ -44,6 +47,14 @@ impl Handler {
         guard: Option<InFlightGuard>,
         client: Client,
     ) -> Handler {
+        let downstream = match &client {
+            Client::Legacy { sid, .. } => Downstream::session(sid),
+            Client::Modern { .. } => Downstream::caller(
+                ctx.decided.get().client_info.as_ref(),
+                ctx.transport.as_str(),
+                ctx.peer.as_deref(),
+            ),
+        };
         Handler {
             registry,
             config,
@@ -55,6 +66,7 @@ impl Handler {
             forward_headers: Vec::new(),
             decided: ctx.decided.clone(),
             correlation: ctx.correlation,
+            downstream,
         }
     }
 

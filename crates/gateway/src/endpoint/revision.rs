@@ -55,6 +55,13 @@ pub(super) async fn dispatch(endpoint: &Endpoint, msg: Message, ctx: &RequestCon
         caps: meta.and_then(|m| m.get(meta::CLIENT_CAPABILITIES)).cloned().unwrap_or_else(|| json!({})),
         log_level: meta.and_then(|m| m.get(meta::LOG_LEVEL)).and_then(Value::as_str).map(str::to_owned),
     };
+    endpoint.config.sessions.caller_seen(
+        meta.and_then(|m| m.get(meta::CLIENT_INFO)),
+        msg.protocol_version(),
+        client.caps(),
+        ctx.transport.as_str(),
+        ctx.peer.as_deref(),
+    );
     Handler::new(registry, endpoint.config.clone(), msg, ctx, CancellationToken::new(), None, client)
         .handle_modern(ctx)
         .await
@@ -92,6 +99,16 @@ async fn legacy(endpoint: &Endpoint, ctx: &RequestContext, msg: Message) -> Repl
         Err(why) => return session_not_found(id, why),
     };
     ctx.decided.set_client(Some(session.client_info.clone()), Some(session.version.clone()));
+    config.sessions.session_seen(
+        &sid,
+        &session.version,
+        &session.capabilities,
+        &session.client_info,
+        i64::try_from(session.created_at_ms).unwrap_or(i64::MAX),
+        ctx.transport.as_str(),
+        ctx.peer.as_deref(),
+        msg.is_request(),
+    );
     if let Some(shown) = &ctx.protocol_version
         && !LEGACY_VERSIONS.contains(&shown.as_str())
     {
@@ -171,6 +188,16 @@ fn initialize(endpoint: &Endpoint, ctx: &RequestContext, msg: &Message) -> Reply
             }
         };
     let sid = session.seal(&config.session_key);
+    config.sessions.session_seen(
+        &sid,
+        &session.version,
+        &session.capabilities,
+        &session.client_info,
+        i64::try_from(session.created_at_ms).unwrap_or(i64::MAX),
+        ctx.transport.as_str(),
+        ctx.peer.as_deref(),
+        true,
+    );
     let caps = endpoint
         .registry
         .as_ref()
