@@ -27,8 +27,10 @@ export const ring = new RingBuffer<FrameRow>(FRAME_CAPACITY);
 const pending = new Map<string, number>();
 
 let filter: ParsedFilter = parseFilter('');
-/** Seqs of held rows passing the filter, oldest first. */
+/** Seqs of held rows passing the filter, oldest first: all legs, then per leg. */
 let index: number[] = [];
+let indexDown: number[] = [];
+let indexUp: number[] = [];
 let indexedUpTo = 0;
 let frozen = false;
 
@@ -88,26 +90,32 @@ export function pushFrame(f: FrameEvent): void {
   scheduler.mark();
 }
 
+function dropEvicted(xs: number[], first: number): number[] {
+  let drop = 0;
+  while (drop < xs.length && (xs[drop] as number) < first) drop++;
+  return drop ? xs.slice(drop) : xs;
+}
+
 function refreshIndex(full: boolean): void {
   if (frozen) return;
   const first = ring.firstSeq;
   if (full) {
     index = [];
+    indexDown = [];
+    indexUp = [];
     indexedUpTo = first;
   }
-  // Drop seqs that were evicted.
-  let drop = 0;
-  while (drop < index.length && (index[drop] as number) < first) drop++;
-  if (drop) index = index.slice(drop);
+  index = dropEvicted(index, first);
+  indexDown = dropEvicted(indexDown, first);
+  indexUp = dropEvicted(indexUp, first);
   const start = Math.max(indexedUpTo, first);
   const end = ring.total;
-  if (filter.terms.length === 0) {
-    for (let s = start; s < end; s++) index.push(s);
-  } else {
-    for (let s = start; s < end; s++) {
-      const row = ring.bySeq(s);
-      if (row && matchFrame(filter, row.f)) index.push(s);
-    }
+  const any = filter.terms.length === 0;
+  for (let s = start; s < end; s++) {
+    const row = ring.bySeq(s);
+    if (!row || (!any && !matchFrame(filter, row.f))) continue;
+    index.push(s);
+    (row.f.leg === 'downstream' ? indexDown : indexUp).push(s);
   }
   indexedUpTo = end;
 }
@@ -117,9 +125,24 @@ const scheduler = new FlushScheduler(() => {
   useFrames.setState((s) => ({ version: s.version + 1, received: ring.total, evicted: ring.evicted }));
 });
 
-/** The seqs the view shows now (filtered; frozen while paused). */
-export function visibleSeqs(): readonly number[] {
-  return index;
+/** The seqs the view shows now (filtered; frozen while paused): all legs, or one. */
+export function visibleSeqs(leg?: 'downstream' | 'upstream'): readonly number[] {
+  return leg === 'downstream' ? indexDown : leg === 'upstream' ? indexUp : index;
+}
+
+/** Held rows with this correlation (both legs), oldest first. */
+export function correlated(correlation: number): FrameRow[] {
+  const out: FrameRow[] = [];
+  for (let i = 0; i < ring.length; i++) {
+    const r = ring.at(i);
+    if (r && r.f.correlation === correlation) out.push(r);
+  }
+  return out;
+}
+
+/** The current filter (for exports that pass leg/server to the router). */
+export function currentFilter(): ParsedFilter {
+  return filter;
 }
 
 /** Sets the filter query (re-indexes the held frames once). */
@@ -141,6 +164,8 @@ export function clearFrames(): void {
   ring.clear();
   pending.clear();
   index = [];
+  indexDown = [];
+  indexUp = [];
   indexedUpTo = ring.total;
   useFrames.setState((s) => ({ version: s.version + 1, evicted: ring.evicted }));
 }
