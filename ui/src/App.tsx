@@ -91,8 +91,8 @@ export function App() {
           Switchboard
         </div>
         <span className={`pill st-${conn.status}`} data-testid="conn" title={conn.error ?? ''}>
-          {conn.status === 'open' ? 'live' : conn.status}
-          {conn.status !== 'open' && conn.error ? `: ${conn.error}` : ''}
+          {conn.status === 'open' ? 'live' : conn.status === 'unauthorised' ? 'no token' : conn.status}
+          {conn.status === 'closed' && conn.error ? `: ${conn.error}` : ''}
         </span>
         {lost.total > 0 && (
           <span className="pill st-degraded" data-testid="lagged" title="the router dropped events for this viewer because it fell behind; the data plane was not slowed">

@@ -58,7 +58,7 @@ export interface ImportResult {
 }
 
 export interface Overview {
-  router: { version: string; uptime_ms: number; listen: string; revisions: string[] };
+  router: { version: string; uptime_ms: number; listen: string | string[]; revisions: string[] };
   servers: { ready: number; degraded: number; unavailable: number; pending: number };
   calls: { total: number; errors: number; per_s: number; p50_ms: number | null; p99_ms: number | null };
   events: { subscribers: number; lost: number };
@@ -147,25 +147,66 @@ export type NodeStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped' |
 export interface RunSummary {
   run_id: string;
   flow: string;
-  input: Record<string, unknown>;
   started_at_ms: number;
   finished_at_ms: number | null;
+  /** `running`, `ok`, `failed` or `cancelled`. */
   outcome: string;
   error: string | null;
+  /** The image reference of the input (`blob:<sha256>`). */
+  image?: string | null;
+  equipment?: string | null;
+  /** The store's run rows (in the snapshot) carry the whole input instead. */
+  input?: Record<string, unknown>;
 }
 
 export interface RunNode {
   node: string;
+  tool?: string | null;
+  /** `pending`, `running`, `succeeded`, `failed`, `skipped`, `cancelled`. */
   status: string;
   duration_ms: number | null;
+  attempts?: number;
+  input?: unknown;
   output?: unknown;
   error?: string | null;
 }
 
+export interface PointPx {
+  x: number;
+  y: number;
+}
+
+export interface BoxPx {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+export interface DiagnosisResult {
+  radiometric: boolean;
+  analysis?: string | null;
+  width?: number | null;
+  height?: number | null;
+  min_c?: number | null;
+  max_c?: number | null;
+  hottest?: PointPx | null;
+  delta_t_ref_c?: number | null;
+  equipment?: string | null;
+  equipment_reason?: string | null;
+  severity?: { standard: string; band?: string | null; class?: string | null; criterion?: string | null; action?: string | null; assessed: boolean } | null;
+  hotspot?: { bbox: BoxPx; centroid: PointPx; hottest?: PointPx | null; max_c?: number | null } | null;
+  hotspots?: unknown[];
+  failure_mode?: { kind: string; hypothesis: string } | null;
+  knowledge: { id: string; title: string; group: string; score: number; source: string; matched: string[] }[];
+  repair?: { summary: string; steps: string[]; safety: string[]; parts: string[]; confidence?: number | null } | null;
+}
+
 export interface RunDetail {
   run: RunSummary;
+  input?: Record<string, unknown>;
   nodes: RunNode[];
-  result?: unknown;
+  result?: DiagnosisResult | null;
 }
 
 export interface StartRun {
@@ -184,7 +225,7 @@ export interface Snapshot {
   traces: TraceRecord[];
   frames: FrameEvent[];
   runs: RunSummary[];
-  sessions: Sessions;
+  sessions: Sessions | null;
   overview: Overview;
 }
 

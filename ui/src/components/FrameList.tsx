@@ -5,6 +5,7 @@ import { ring, type FrameRow } from '../store/frames';
 import { clock, duration } from '../lib/format';
 
 const ROW_H = 22;
+const KIND = { request: 'req', response: 'res', notification: 'ntf', error: 'err' } as const;
 
 export function summary(r: FrameRow): string {
   const f = r.f;
@@ -68,7 +69,7 @@ export function FrameList({ seqs, version, interleaved, selected, linkedCorrelat
         <span>peer</span>
         <span>message</span>
         <span>latency</span>
-        <span>size</span>
+        {interleaved && <span>size</span>}
       </div>
       <div ref={parent} className="flist" onScroll={onScroll} data-testid={testid} data-count={count}>
         <div style={{ height: v.getTotalSize(), position: 'relative' }}>
@@ -95,7 +96,7 @@ export function FrameList({ seqs, version, interleaved, selected, linkedCorrelat
                 <span className="faint">{clock(f.at_us / 1000)}</span>
                 {interleaved && <span className={`leg-${f.leg}`}>{f.leg === 'downstream' ? 'client' : 'upstream'}</span>}
                 <span className={`dir-${f.direction}`} title={f.direction === 'out' ? 'sent by the router' : 'received by the router'}>{f.direction === 'out' ? '→' : '←'}</span>
-                <span>{f.kind}</span>
+                <span title={f.kind}>{KIND[f.kind]}</span>
                 <span title={f.peer}>{f.peer}</span>
                 <span title={summary(r)}>
                   {summary(r)}
@@ -104,7 +105,7 @@ export function FrameList({ seqs, version, interleaved, selected, linkedCorrelat
                   {f.correlation !== null && <span className="faint" style={{ marginLeft: 6 }}>c{f.correlation}</span>}
                 </span>
                 <span className="faint">{r.latencyUs !== undefined && f.kind !== 'request' ? duration(r.latencyUs / 1000) : ''}</span>
-                <span className="faint">{f.size}</span>
+                {interleaved && <span className="faint">{f.size}</span>}
               </div>
             );
           })}

@@ -28,6 +28,10 @@ const FALLBACK_FLOW: Graph = {
   edges: [{ from: 'vision', to: 'knowledge' }, { from: 'knowledge', to: 'reasoning' }],
 };
 
+function imageOf(r: { image?: string | null; input?: Record<string, unknown> }): unknown {
+  return r.image ?? r.input?.image;
+}
+
 function shaOf(image: unknown): string | null {
   return typeof image === 'string' && image.startsWith('blob:') ? image.slice(5) : null;
 }
@@ -166,7 +170,7 @@ export function Diagnosis() {
     setPhase(null);
     setDetail(null);
     setRunId(r.run_id);
-    setSha(shaOf(r.input?.image));
+    setSha(shaOf(imageOf(r)));
   };
   useListNav(runs.length, sel, setSel, open);
 
@@ -187,10 +191,34 @@ export function Diagnosis() {
   }, [graph, detail, live]);
 
   const out = (id: string) => detail?.nodes.find((n) => n.node === id)?.output;
-  const vision = visionFigures(out('vision'));
-  const knowledge = structured(out('knowledge')) as { results?: { id: string; title: string; score: number; source?: string; kind?: string }[] } | null;
-  const plan = structured(out('reasoning')) as { summary?: string; steps?: string[]; safety?: string[]; parts?: string[]; severity?: { band?: string | null; class?: string | null } } | null;
-  const band = vision?.band ?? plan?.severity?.band ?? vision?.klass ?? plan?.severity?.class ?? null;
+  // The router's own reading of the node outputs (`result`) when it gives one, else ours.
+  const res = detail?.result ?? null;
+  const parsed = visionFigures(out('vision'));
+  const vision = res
+    ? {
+        width: res.width ?? parsed?.width ?? null,
+        height: res.height ?? parsed?.height ?? null,
+        hotspot: res.hotspot?.bbox ?? parsed?.hotspot ?? null,
+        hottest: res.hottest ?? res.hotspot?.hottest ?? parsed?.hottest ?? null,
+        maxC: res.max_c ?? null,
+        deltaRef: res.delta_t_ref_c ?? null,
+        band: res.severity?.band ?? null,
+        klass: res.severity?.class ?? null,
+        criterion: res.severity?.criterion ?? null,
+        action: res.severity?.action ?? null,
+        equipment: res.equipment ?? null,
+        component: parsed?.component ?? null,
+        failureMode: res.failure_mode?.kind ?? null,
+        hypothesis: res.failure_mode?.hypothesis ?? null,
+      }
+    : parsed;
+  const knowledge = res
+    ? { results: res.knowledge }
+    : (structured(out('knowledge')) as { results?: { id: string; title: string; score: number }[] } | null);
+  const plan = res
+    ? res.repair ?? null
+    : (structured(out('reasoning')) as { summary?: string; steps?: string[]; safety?: string[]; parts?: string[] } | null);
+  const band = vision?.band ?? vision?.klass ?? null;
   const runError = detail?.run.error ?? null;
 
   return (
@@ -229,7 +257,7 @@ export function Diagnosis() {
                     <tr key={r.run_id} className={`click ${r.run_id === runId ? 'sel' : ''}`} onClick={() => open(i)} data-outcome={r.outcome}>
                       <td><span className={`pill st-${r.outcome === 'ok' ? 'done' : r.outcome}`}>{r.outcome}</span></td>
                       <td className="mono ellipsis" style={{ maxWidth: 120 }} title={r.run_id}>{r.run_id}</td>
-                      <td className="muted nowrap">{String(r.input?.equipment ?? '')}</td>
+                      <td className="muted nowrap">{String(r.equipment ?? r.input?.equipment ?? '')}</td>
                       <td className="muted nowrap">{ago(r.started_at_ms)}</td>
                     </tr>
                   ))}

@@ -83,7 +83,7 @@ export function Frames() {
       {(errors.length > 0 || exportErr) && <div className="banner warn">{[...errors, exportErr].filter(Boolean).join(' · ')}</div>}
       {paused && <div className="banner warn">Paused: frames keep arriving ({num(received)} so far) and show when you resume.</div>}
       <Group orientation="horizontal" style={{ flex: 1, minHeight: 0 }}>
-        <Panel defaultSize="64" minSize="30">
+        <Panel defaultSize="70" minSize="30">
           {mode === 'interleaved' ? (
             <FrameList {...listProps} seqs={all} interleaved testid="frames-all" />
           ) : (

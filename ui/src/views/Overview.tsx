@@ -51,7 +51,7 @@ export function Overview() {
         <h1>Overview</h1>
         {overview && (
           <span className="muted">
-            router {overview.router.version} · up {duration(overview.router.uptime_ms)} · {overview.router.listen} ·{' '}
+            router {overview.router.version} · up {duration(overview.router.uptime_ms)} · {([] as string[]).concat(overview.router.listen).join(', ')} ·{' '}
             {overview.router.revisions.join(', ')}
           </span>
         )}

@@ -188,7 +188,7 @@ export function Servers() {
         {importErr && <div className="errline">{importErr}</div>}
       </div>
       <Group orientation="horizontal" style={{ flex: 1, minHeight: 0 }}>
-        <Panel defaultSize="58" minSize="25">
+        <Panel defaultSize="62" minSize="25">
           <div className="pane scroll">
             <table className="grid" data-testid="servers-table">
               <thead>
@@ -200,13 +200,13 @@ export function Servers() {
                   <tr key={v.name} className={`click ${i === sel ? 'sel' : ''}`} onClick={() => setSel(i)} data-testid={`server-row-${v.name}`} data-state={v.state}>
                     <td className="mono">{v.name}</td>
                     <td><span className={`pill st-${v.state}`}>{v.state}</span></td>
-                    <td className="ellipsis muted" style={{ maxWidth: 260 }} title={v.reason}>{v.reason}</td>
+                    <td className="ellipsis muted" style={{ maxWidth: 220 }} title={v.reason}>{v.reason}</td>
                     <td>{v.transport}</td>
                     <td className="num mono">{v.status.pid ?? '—'}</td>
                     <td className="num">{v.status.restarts}</td>
                     <td className="num nowrap">{v.state === 'ready' ? duration(Date.now() - v.since_ms) : '—'}</td>
                     <td className="num nowrap">{bytes(stats[v.name]?.rss_bytes ?? v.status.memory_bytes)}</td>
-                    <td className="num">{v.tools.length}{v.quarantined.length ? <span className="bad"> +{v.quarantined.length}q</span> : null}</td>
+                    <td className="num nowrap" title={v.quarantined.length ? `${v.quarantined.length} quarantined` : undefined}>{v.tools.length}{v.quarantined.length ? <span className="bad"> +{v.quarantined.length}⚠</span> : null}</td>
                   </tr>
                 ))}
               </tbody>
