@@ -11,7 +11,8 @@ export function LiveChart({ height = 180 }: { height?: number }) {
   const host = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = host.current;
-    if (!el) return;
+    // No 2D canvas (a DOM without one, e.g. unit tests): nothing to draw on.
+    if (!el || !document.createElement('canvas').getContext('2d')) return;
     const axis = { stroke: css('--fg2'), grid: { stroke: css('--line'), width: 1 }, ticks: { stroke: css('--line') } };
     const opts: uPlot.Options = {
       width: el.clientWidth || 600,
