@@ -131,8 +131,13 @@ export interface Thermal {
 
 export interface FlowNode {
   id: string;
-  tool: string;
-  capability?: string;
+  /** The tool named in the flow file, if it names one (else `capability` picks it). */
+  tool?: string | null;
+  capability?: string | null;
+  /** The tool the router resolved the node to now. */
+  resolved_tool?: string | null;
+  description?: string | null;
+  timeout_ms?: number | null;
 }
 
 export interface FlowGraph {

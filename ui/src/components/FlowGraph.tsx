@@ -49,7 +49,7 @@ export function FlowGraph({ graph, views }: { graph: Graph; views: Record<string
     id: n.id,
     type: 'step',
     position: pos[n.id] ?? { x: 0, y: 0 },
-    data: { id: n.id, tool: n.tool, view: views[n.id] ?? { status: 'pending', duration_ms: null, message: null } },
+    data: { id: n.id, tool: n.resolved_tool ?? n.tool ?? (n.capability ? `capability ${n.capability}` : '—'), view: views[n.id] ?? { status: 'pending', duration_ms: null, message: null } },
     draggable: false,
   }));
   const edges: Edge[] = graph.edges.map((e, i) => ({

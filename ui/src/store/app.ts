@@ -82,6 +82,10 @@ interface AppState {
   catalogVersion: Record<string, number>;
   flow: Record<string, Record<string, NodeProgress>>;
   metricsVersion: number;
+  /** Bumped by `flow_run` events: the run list is stale. */
+  runsVersion: number;
+  /** Bumped by `session` events: the session table is stale. */
+  sessionsVersion: number;
 }
 
 export const metrics = new MetricSeries(120);
@@ -103,6 +107,8 @@ export const useApp = create<AppState>(() => ({
   catalogVersion: {},
   flow: {},
   metricsVersion: 0,
+  runsVersion: 0,
+  sessionsVersion: 0,
 }));
 
 const cap = <T>(xs: T[], n: number) => (xs.length > n ? xs.slice(0, n) : xs);
@@ -152,6 +158,8 @@ export function applyEvents(events: Event[]): void {
   let catalogVersion = st.catalogVersion;
   let flow = st.flow;
   let tracesChanged = false;
+  let runsVersion = st.runsVersion;
+  let sessionsVersion = st.sessionsVersion;
 
   const addHealth = (server: string, e: HealthEntry) => {
     if (health === st.health) health = { ...health };
@@ -231,6 +239,13 @@ export function applyEvents(events: Event[]): void {
       }
       case 'notification':
         break;
+      default: {
+        // Kinds newer than this build's generated events.ts (the diagnosis branch adds
+        // `flow_run` and `session`): refetch what they announce.
+        const t = (ev as { type: string }).type;
+        if (t === 'flow_run') runsVersion += 1;
+        else if (t === 'session') sessionsVersion += 1;
+      }
     }
   }
   useApp.setState({
@@ -243,6 +258,8 @@ export function applyEvents(events: Event[]): void {
     catalogChanges,
     catalogVersion,
     flow,
+    runsVersion,
+    sessionsVersion,
     metricsVersion: tracesChanged ? st.metricsVersion + 1 : st.metricsVersion,
   });
 }

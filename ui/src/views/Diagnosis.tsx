@@ -41,6 +41,7 @@ const finished = (d: RunDetail | null) => !!d && d.run.finished_at_ms !== null &
 export function Diagnosis() {
   const runs = useApp((s) => s.runs);
   const progress = useApp((s) => s.flow);
+  const runsVersion = useApp((s) => s.runsVersion);
   const [graph, setGraph] = useState<Graph | null>(null);
   const [graphErr, setGraphErr] = useState<string | null>(null);
   const [equipment, setEquipment] = useState<string>('panel');
@@ -62,8 +63,10 @@ export function Diagnosis() {
       setGraphErr(e.message);
       setGraph(FALLBACK_FLOW);
     });
+  }, []);
+  useEffect(() => {
     loadRuns();
-  }, [loadRuns]);
+  }, [loadRuns, runsVersion]);
 
   // The selected run's record: polled while it runs, refetched when its nodes settle.
   const live = runId ? progress[runId] : undefined;

@@ -30,6 +30,7 @@ function Bindings({ bs }: { bs: UpstreamBinding[] | undefined }) {
 
 export function SessionsView() {
   const data = useApp((s) => s.sessions);
+  const version = useApp((s) => s.sessionsVersion);
   const [err, setErr] = useState<string | null>(null);
   const [sel, setSel] = useState(-1);
   useEffect(() => {
@@ -44,7 +45,7 @@ export function SessionsView() {
     load();
     const t = setInterval(load, 3000);
     return () => clearInterval(t);
-  }, []);
+  }, [version]);
   const sessions = data?.sessions ?? [];
   const callers = data?.callers ?? [];
   useListNav(sessions.length + callers.length, sel, setSel);
