@@ -10,6 +10,7 @@ import { api } from '../api/client';
 import { SchemaTree } from '../components/SchemaTree';
 import { useListNav } from '../lib/useListNav';
 import { clock } from '../lib/format';
+import { hsPeer } from '../lib/handshake';
 import type { Catalog, CatalogDiff } from '../api/types';
 
 function DiffLines({ d }: { d: CatalogDiff }) {
@@ -35,6 +36,7 @@ function DiffLines({ d }: { d: CatalogDiff }) {
 export function Registry() {
   const servers = useApp((s) => s.servers);
   const changes = useApp((s) => s.catalogChanges);
+  const handshakes = useApp((s) => s.handshakes);
   const catalogVersion = useApp((s) => s.catalogVersion);
   const names = useMemo(() => Object.keys(servers).sort(), [servers]);
   const [catalogs, setCatalogs] = useState<Record<string, Catalog | string>>({});
@@ -73,6 +75,19 @@ export function Registry() {
     setSel({ tool, server });
   });
 
+  // What each server granted in its latest upstream handshake.
+  const caps = useMemo(() => {
+    const out: Record<string, string[]> = {};
+    for (const h of handshakes) {
+      if (h.leg !== 'upstream' || h.error) continue;
+      const name = hsPeer(h, servers);
+      if (out[name]) continue;
+      const c = h.server_capabilities;
+      out[name] = c && typeof c === 'object' ? Object.keys(c as object).sort() : [];
+    }
+    return out;
+  }, [handshakes, servers]);
+
   const quarantined = names.flatMap((n) => (servers[n]?.quarantined ?? []).map((x) => ({ server: n, ...x })));
   const cat = sel ? catalogs[sel.server] : undefined;
   const tool = sel && typeof cat === 'object' ? cat.tools.find((t) => t.name === sel.tool) : undefined;
@@ -102,6 +117,14 @@ export function Registry() {
                 </tr>
               </thead>
               <tbody>
+                <tr>
+                  <td className="muted">capabilities</td>
+                  {names.map((n) => (
+                    <td key={n} className="faint mono" style={{ fontSize: 11, maxWidth: 140 }} data-testid={`caps-${n}`}>
+                      {caps[n] ? caps[n].join(' ') || 'none' : '—'}
+                    </td>
+                  ))}
+                </tr>
                 {rows.length === 0 && <tr><td colSpan={names.length + 1} className="empty">No tools listed.</td></tr>}
                 {rows.map((t) => (
                   <tr key={t}>
