@@ -10,7 +10,10 @@ export default defineConfig({
   server: {
     // `npm run dev` against a running router: SWITCHBOARD_URL=http://127.0.0.1:7010 npm run dev
     proxy: process.env.SWITCHBOARD_URL
-      ? { '/api': { target: process.env.SWITCHBOARD_URL, ws: true, changeOrigin: false } }
+      ? {
+          // The router refuses foreign Origins: present the router's own to it.
+          '/api': { target: process.env.SWITCHBOARD_URL, ws: true, headers: { Origin: process.env.SWITCHBOARD_URL } },
+        }
       : undefined,
   },
   test: {

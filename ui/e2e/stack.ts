@@ -25,7 +25,7 @@ export interface Stack {
   token: string;
   mcp: string;
   fixtureUrl: string;
-  pids: { router: number; fixture: number };
+  pids: { router: number; fixture: number; preview?: number };
   work: string;
 }
 
@@ -131,13 +131,32 @@ labels = ["fixture"]
   fixture.stderr?.on('data', () => undefined);
   fixture.unref();
   router.unref();
+  // SWITCHBOARD_E2E_PREVIEW=1: serve this worktree's ui/dist with `vite preview`, proxying
+  // /api to the router — for a binary built without the UI, or a UI changed since it was built.
+  let page = panel;
+  let previewPid: number | undefined;
+  if (process.env.SWITCHBOARD_E2E_PREVIEW === '1') {
+    const vite = path.join(UI_DIR, 'node_modules', '.bin', 'vite');
+    const port = Number(process.env.SWITCHBOARD_E2E_PREVIEW_PORT ?? 4173);
+    const preview = spawn(vite, ['preview', '--strictPort', '--host', '127.0.0.1', '--port', String(port)], {
+      cwd: UI_DIR,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SWITCHBOARD_URL: u.origin },
+    });
+    await waitLine(preview, 'stdout', /Local:/, 'vite preview', 30_000);
+    preview.stdout?.on('data', () => undefined);
+    preview.stderr?.on('data', () => undefined);
+    preview.unref();
+    previewPid = preview.pid;
+    page = `http://127.0.0.1:${port}/${u.hash}`;
+  }
   const stack: Stack = {
-    panel,
+    panel: page,
     origin: u.origin,
     token,
     mcp: `${u.origin}/mcp`,
     fixtureUrl,
-    pids: { router: router.pid ?? 0, fixture: fixture.pid ?? 0 },
+    pids: { router: router.pid ?? 0, fixture: fixture.pid ?? 0, preview: previewPid },
     work,
   };
   writeFileSync(STATE_FILE, JSON.stringify(stack, null, 2));
@@ -147,7 +166,7 @@ labels = ["fixture"]
 export function stopStack(): void {
   if (!existsSync(STATE_FILE)) return;
   const s = readStack();
-  for (const pid of [s.pids.router, s.pids.fixture]) {
+  for (const pid of [s.pids.router, s.pids.fixture, s.pids.preview ?? 0]) {
     try {
       if (pid) process.kill(pid, 'SIGTERM');
     } catch {
