@@ -16,7 +16,7 @@ import type {
   TraceRecord,
   UpstreamEvent,
 } from '../api/types';
-import { pushFrame } from './frames';
+import { newestAtUs, pushFrame } from './frames';
 import { MetricSeries } from '../lib/metrics';
 
 const MAX_HANDSHAKES = 500;
@@ -132,7 +132,9 @@ export function applySnapshot(s: Snapshot): void {
   for (const v of s.servers ?? []) servers[v.name] = v;
   metrics.reset();
   for (const t of [...(s.traces ?? [])].reverse()) metrics.add(t);
-  for (const f of s.frames ?? []) pushFrame(f);
+  // A reconnect's snapshot repeats frames this page already holds: add only newer ones.
+  const newest = newestAtUs();
+  for (const f of s.frames ?? []) if (f.at_us > newest) pushFrame(f);
   useApp.setState((st) => ({
     snapshotAt: Date.now(),
     servers,

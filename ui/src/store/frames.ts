@@ -61,6 +61,11 @@ function pairKey(f: FrameEvent): string | null {
   return `${f.leg}\u0000${f.peer}\u0000${typeof f.id}:${String(f.id)}`;
 }
 
+/** Time of the newest frame held (to skip what a reconnect's snapshot repeats). */
+export function newestAtUs(): number {
+  return ring.at(ring.length - 1)?.f.at_us ?? -Infinity;
+}
+
 /** Adds one frame (no React work; the flush scheduler publishes it). */
 export function pushFrame(f: FrameEvent): void {
   const row: FrameRow = { seq: 0, f };

@@ -32,7 +32,9 @@ export function Frames() {
   const up = visibleSeqs('upstream');
   const row = selected !== null ? ring.bySeq(selected) : undefined;
   const corr = row?.f.correlation ?? null;
-  const linked = useMemo(() => (corr !== null ? correlated(corr) : []), [corr, version]); // eslint-disable-line react-hooks/exhaustive-deps
+  // Re-scanned for the selection's correlation at most every 16 view updates (≈ 4 per second).
+  const slow = version >> 4;
+  const linked = useMemo(() => (corr !== null ? correlated(corr) : []), [corr, slow]); // eslint-disable-line react-hooks/exhaustive-deps
 
   const navSeqs = mode === 'interleaved' ? all : row?.f.leg === 'upstream' ? up : down;
   const navIndex = selected !== null ? navSeqs.indexOf(selected) : -1;
