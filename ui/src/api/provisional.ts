@@ -120,12 +120,21 @@ export interface BlobRef {
 }
 
 export interface Thermal {
+  sha256?: string;
   width: number;
   height: number;
   radiometric: boolean;
+  /** `C` for temperatures, `relative` for a 0…1 scale. */
   unit: string;
-  min_c: number;
-  max_c: number;
+  format?: string;
+  min_c: number | null;
+  max_c: number | null;
+  /** Smallest and largest value in `unit`. */
+  min?: number;
+  max?: number;
+  hottest?: { x: number; y: number };
+  coldest?: { x: number; y: number };
+  /** base64 of little-endian f32, row-major; NaN where a pixel has no value. */
   temps: string;
 }
 

@@ -5,8 +5,10 @@ import type { Thermal } from '../api/types';
 
 const MAX_W = 560;
 
-export function ThermalView({ data, hotspot, hottest, reportSize }: { data: Thermal; hotspot: Box | null; hottest: { x: number; y: number } | null; reportSize: { width: number; height: number } | null }) {
+export function ThermalView({ data, hotspot, hottest: hottestIn, reportSize }: { data: Thermal; hotspot: Box | null; hottest: { x: number; y: number } | null; reportSize: { width: number; height: number } | null }) {
   const canvas = useRef<HTMLCanvasElement>(null);
+  // The report's hottest pixel, else the reader's (on the thermal grid itself).
+  const hottest = hottestIn ?? (data.hottest && !reportSize ? data.hottest : null);
   const scaleRef = useRef<HTMLCanvasElement>(null);
   const [hover, setHover] = useState<{ x: number; y: number; t: number } | null>(null);
   const temps = useMemo(() => {
@@ -16,6 +18,8 @@ export function ThermalView({ data, hotspot, hottest, reportSize }: { data: Ther
       return e as Error;
     }
   }, [data]);
+  const lo = data.min ?? data.min_c ?? 0;
+  const hi = data.max ?? data.max_c ?? 1;
   const zoom = Math.max(1, Math.floor(MAX_W / data.width)) || 1;
   const cssW = Math.min(MAX_W, data.width * zoom);
   const k = cssW / data.width;
@@ -30,7 +34,7 @@ export function ThermalView({ data, hotspot, hottest, reportSize }: { data: Ther
     c.height = data.height;
     const ctx = c.getContext('2d');
     if (!ctx) return;
-    ctx.putImageData(new ImageData(toRgba(temps, data.min_c, data.max_c) as Uint8ClampedArray<ArrayBuffer>, data.width, data.height), 0, 0);
+    ctx.putImageData(new ImageData(toRgba(temps, lo, hi) as Uint8ClampedArray<ArrayBuffer>, data.width, data.height), 0, 0);
     const s = scaleRef.current;
     const sctx = s?.getContext('2d');
     if (s && sctx) {
@@ -43,7 +47,7 @@ export function ThermalView({ data, hotspot, hottest, reportSize }: { data: Ther
       }
       sctx.putImageData(img, 0, 0);
     }
-  }, [temps, data]);
+  }, [temps, data, lo, hi]);
 
   if (temps instanceof Error) return <div className="errline">{temps.message}</div>;
   const cssH = data.height * k;
@@ -83,13 +87,13 @@ export function ThermalView({ data, hotspot, hottest, reportSize }: { data: Ther
           )}
         </svg>
         <div className="mono" style={{ position: 'absolute', left: 6, bottom: 6, background: 'rgba(0,0,0,.65)', color: '#fff', padding: '1px 6px', borderRadius: 3 }} data-testid="pointer-temp">
-          {hover ? `${hover.t.toFixed(1)} ${unit} at (${hover.x}, ${hover.y})` : `${data.width}×${data.height} — point at the image`}
+          {hover ? `${Number.isFinite(hover.t) ? hover.t.toFixed(data.radiometric ? 1 : 3) : 'no value'} ${unit} at (${hover.x}, ${hover.y})` : `${data.width}×${data.height}${data.format ? ' ' + data.format : ''} — point at the image`}
         </div>
       </div>
       <div className="col" style={{ justifyContent: 'space-between', fontSize: 11 }} data-testid="scale">
-        <span className="mono">{data.max_c.toFixed(1)} {data.radiometric ? '°C' : ''}</span>
+        <span className="mono">{hi.toFixed(data.radiometric ? 1 : 2)} {data.radiometric ? '°C' : ''}</span>
         <canvas ref={scaleRef} className="scale" style={{ height: Math.max(120, cssH - 40), width: 14 }} />
-        <span className="mono">{data.min_c.toFixed(1)} {data.radiometric ? '°C' : ''}</span>
+        <span className="mono">{lo.toFixed(data.radiometric ? 1 : 2)} {data.radiometric ? '°C' : ''}</span>
       </div>
     </div>
   );

@@ -33,6 +33,12 @@ describe('thermal', () => {
     expect([...px]).toEqual([0, 0, 0, 255, 255, 255, 245, 255]);
   });
 
+  it('leaves pixels without a value transparent', () => {
+    const px = toRgba(new Float32Array([NaN, 5]), 0, 10);
+    expect(px[3]).toBe(0);
+    expect(px[7]).toBe(255);
+  });
+
   it('reads the vision report from a tool result', () => {
     const report = {
       image: { width: 320, height: 240 },

@@ -53,7 +53,9 @@ export function toRgba(temps: Float32Array, min: number, max: number): Uint8Clam
   // A 256-entry lookup keeps this fast for megapixel frames.
   const lut = Array.from({ length: 256 }, (_, i) => iron(i / 255));
   for (let i = 0; i < temps.length; i++) {
-    const t = ((temps[i] as number) - min) / span;
+    const v = temps[i] as number;
+    if (!Number.isFinite(v)) continue; // no value: left transparent
+    const t = (v - min) / span;
     const c = lut[Math.min(255, Math.max(0, Math.round(t * 255)))] as [number, number, number];
     out[i * 4] = c[0];
     out[i * 4 + 1] = c[1];
