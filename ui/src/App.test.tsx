@@ -29,7 +29,6 @@ describe('App shell', () => {
   it('shows unavailable servers in red on the nav and the overview', () => {
     act(() =>
       applySnapshot({
-        type: 'snapshot',
         servers: [
           { name: 'a', state: 'ready', reason: 'ok', tools: [], quarantined: [], status: {} },
           { name: 'b', state: 'unavailable', reason: 'crash loop', tools: [], quarantined: [], status: {} },

@@ -5,7 +5,7 @@
 import type {
   AddServer,
   BlobRef,
-  Catalog,
+  CatalogView,
   FlowGraph,
   HandshakeRecord,
   ImportResult,
@@ -86,7 +86,7 @@ export const api = {
   removeServer: (name: string) => request<void>('DELETE', `/api/servers/${enc(name)}`),
   restartServer: (name: string) => request<void>('POST', `/api/servers/${enc(name)}/restart`),
   importMcpJson: (text: string) => request<ImportResult>('POST', '/api/servers/import', text, 'application/json'),
-  catalog: (name: string) => request<Catalog>('GET', `/api/servers/${enc(name)}/catalog`),
+  catalog: (name: string) => request<CatalogView>('GET', `/api/servers/${enc(name)}/catalog`),
   handshakes: (o: { server?: string; leg?: string; limit?: number } = {}) =>
     request<HandshakeRecord[]>('GET', '/api/handshakes' + qs(o)),
   traces: (limit = 500) => request<TraceRecord[]>('GET', '/api/traces' + qs({ limit })),

@@ -5,11 +5,10 @@
  * `lagged` counts (shown to the operator). A dropped connection is retried with backoff
  * (250 ms doubling to 10 s, reset once a connection opens).
  */
-import type { Event, Lagged, Snapshot } from './types';
+import type { ViewerMessage } from './types';
 import { apiBase, currentToken } from './client';
 import { applyEvents, applyLagged, applySnapshot, setConn } from '../store/app';
 
-type ServerMessage = Snapshot | { type: 'events'; events: Event[] } | Lagged;
 
 export const MIN_BACKOFF_MS = 250;
 export const MAX_BACKOFF_MS = 10_000;
@@ -33,9 +32,9 @@ let stopped = false;
 
 /** Dispatches one message from the router. Exported for tests. */
 export function handleMessage(text: string): void {
-  let msg: ServerMessage;
+  let msg: ViewerMessage;
   try {
-    msg = JSON.parse(text) as ServerMessage;
+    msg = JSON.parse(text) as ViewerMessage;
   } catch {
     return;
   }
@@ -48,6 +47,11 @@ export function handleMessage(text: string): void {
       break;
     case 'lagged':
       applyLagged(msg.lost, msg.total_lost);
+      break;
+    case 'error':
+      setConn('closed', msg.error);
+      break;
+    case 'filtered':
       break;
   }
 }

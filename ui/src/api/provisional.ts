@@ -1,85 +1,10 @@
 /**
- * Provisional types of the admin API's bodies, written from docs/admin-api.md and the Rust
- * structs they serialise, until the generated `ui/src/generated/admin.ts`, `sessions.ts` and
- * `diagnosis.ts` land. This is the ONE file that holds them: replace each type here with a
- * re-export of the generated one as it appears. Fields the UI does not rely on are optional.
+ * Provisional types of the admin API's bodies that are not generated yet (sessions and
+ * diagnosis: `ui/src/generated/sessions.ts` and `diagnosis.ts` will hold them), written from
+ * docs/admin-api.md and the Rust structs they serialise. This is the ONE file that holds
+ * them: replace each type here with the generated one as it appears. The admin API's own
+ * bodies come from `ui/src/generated/admin.ts`.
  */
-import type { HandshakeRecord, Quarantined, TraceRecord, FrameEvent } from '../generated/events';
-
-export type ServerState = 'pending' | 'ready' | 'degraded' | 'unavailable';
-
-/** The connection underneath a server (`UpstreamStatus` in crates/transport). */
-export interface UpstreamStatus {
-  connected: boolean;
-  pid: number | null;
-  restarts: number;
-  memory_bytes: number | null;
-  stderr_tail: string[];
-  last_error: string | null;
-  session_id: string | null;
-}
-
-/** One server as the registry sees it (`ServerView` in crates/router). */
-export interface ServerView {
-  server_id: string;
-  name: string;
-  transport: string;
-  endpoint: string;
-  labels: string[];
-  state: ServerState;
-  reason: string;
-  detail: string | null;
-  since_ms: number;
-  era: string | null;
-  protocol_version: string | null;
-  server_info: unknown;
-  tools: string[];
-  quarantined: Quarantined[];
-  resources: number;
-  prompts: number;
-  status: UpstreamStatus;
-}
-
-/** `POST /api/servers`. */
-export interface AddServer {
-  name: string;
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  cwd?: string;
-  url?: string;
-  headers?: Record<string, string>;
-  labels?: string[];
-}
-
-export interface ImportResult {
-  added: string[];
-  errors: { name: string; error: string }[];
-}
-
-export interface Overview {
-  router: { version: string; uptime_ms: number; listen: string | string[]; revisions: string[] };
-  servers: { ready: number; degraded: number; unavailable: number; pending: number };
-  calls: { total: number; errors: number; per_s: number; p50_ms: number | null; p99_ms: number | null };
-  events: { subscribers: number; lost: number };
-}
-
-export interface CatalogTool {
-  name: string;
-  title?: string | null;
-  description?: string | null;
-  inputSchema: unknown;
-  outputSchema?: unknown;
-  annotations?: Record<string, unknown> | null;
-}
-
-export interface Catalog {
-  tools: CatalogTool[];
-  quarantined: Quarantined[];
-  resources: unknown[];
-  templates: unknown[];
-  prompts: unknown[];
-}
 
 export interface UpstreamBinding {
   server: string;
@@ -229,22 +154,4 @@ export interface StartRun {
   ambient_c?: number;
   emissivity?: number;
   context?: string;
-}
-
-/** The first message on `/api/events`. */
-export interface Snapshot {
-  type: 'snapshot';
-  servers: ServerView[];
-  handshakes: HandshakeRecord[];
-  traces: TraceRecord[];
-  frames: FrameEvent[];
-  runs: RunSummary[];
-  sessions: Sessions | null;
-  overview: Overview;
-}
-
-export interface Lagged {
-  type: 'lagged';
-  lost: number;
-  total_lost: number;
 }

@@ -128,6 +128,9 @@ function describeUpstream(e: UpstreamEvent): HealthEntry['text'] {
 
 /** Replaces the state with a snapshot (on every (re)connect). */
 export function applySnapshot(s: Snapshot): void {
+  // `runs` and `sessions` are untyped in the snapshot until their generated types land.
+  const runs = (s.runs ?? []) as unknown as RunSummary[];
+  const sessions = (s.sessions ?? null) as unknown as Sessions | null;
   const servers: Record<string, ServerView> = {};
   for (const v of s.servers ?? []) servers[v.name] = v;
   metrics.reset();
@@ -141,8 +144,8 @@ export function applySnapshot(s: Snapshot): void {
     overview: s.overview ?? null,
     handshakes: cap(s.handshakes ?? [], MAX_HANDSHAKES),
     traces: cap(s.traces ?? [], MAX_TRACES),
-    runs: s.runs ?? [],
-    sessions: s.sessions ?? null,
+    runs,
+    sessions,
     metricsVersion: st.metricsVersion + 1,
   }));
 }

@@ -11,7 +11,7 @@ import { SchemaTree } from '../components/SchemaTree';
 import { useListNav } from '../lib/useListNav';
 import { clock } from '../lib/format';
 import { hsPeer } from '../lib/handshake';
-import type { Catalog, CatalogDiff } from '../api/types';
+import type { CatalogView as Catalog, CatalogDiff } from '../api/types';
 
 function DiffLines({ d }: { d: CatalogDiff }) {
   const parts: [string, string[], string][] = [
