@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs the whole test suite: formatting, lints, every test of
 # every crate (unit, integration against real MCP peers, conformance scenarios), then the
-# endpoint acceptance script (tests/endpoint-acceptance.sh).
+# endpoint acceptance script (tests/endpoint-acceptance.sh). The control panel (ui/) is
+# type-checked, unit-tested (Vitest) and built before `cargo build`, so the binary embeds
+# ui/dist, and driven end to end in Debian's Chromium (Playwright) after it.
+#
+# SWITCHBOARD_E2E chooses what the panel's Playwright step does: gate (default) or off.
 #
 # SWITCHBOARD_ACCEPTANCE chooses what the acceptance step does:
 #   gate (default) — runs it; any failure fails this script
@@ -13,6 +17,13 @@ bash "$ROOT/scripts/setup.sh" test
 command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
 cd "$ROOT"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+UI_PATH="$ROOT/.cache/node/node_modules/.bin:$PATH"
+step "ui: typecheck"
+(cd ui && PATH="$UI_PATH" npm run --silent typecheck)
+step "ui: unit tests (vitest)"
+(cd ui && PATH="$UI_PATH" npm run --silent test)
+step "ui: build (vite) -> ui/dist, embedded by the binary"
+(cd ui && PATH="$UI_PATH" npm run --silent build)
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy"
@@ -21,6 +32,15 @@ step "cargo test"
 # One build of every target first, so test binaries that start the mcp-fixture binary find it.
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked
+step "ui: end to end (playwright, Debian's chromium; SWITCHBOARD_E2E=${SWITCHBOARD_E2E:-gate})"
+case "${SWITCHBOARD_E2E:-gate}" in
+  off) echo "skipped" ;;
+  gate)
+    (cd ui && PATH="$UI_PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+      SWITCHBOARD_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/switchboard" npm run --silent e2e)
+    ;;
+  *) echo "SWITCHBOARD_E2E must be gate or off" >&2; exit 2 ;;
+esac
 step "endpoint acceptance (SWITCHBOARD_ACCEPTANCE=${SWITCHBOARD_ACCEPTANCE:-gate})"
 case "${SWITCHBOARD_ACCEPTANCE:-gate}" in
   off) echo "skipped" ;;

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what Switchboard needs on a fresh Debian 12 machine (as root), skipping
-# whatever is already there. Usage: scripts/setup.sh app|test
+# whatever is already there. Usage: scripts/setup.sh app|ui|test
 #   app   — system libraries to build and run the router
+#   ui    — the above plus Node 22 (.cache/node, see test) and the control panel's npm
+#           packages (ui/package-lock.json, `npm ci` into ui/node_modules), to build ui/dist
 #   test  — the above plus the test peers: Node 22, server-everything, the official
 #           conformance suite and the TypeScript SDK client pinned in tests/node, installed
 #           into .cache/node; the Python SDK (mcp, pinned in tests/clients/requirements.txt)
-#           in a venv at .cache/python
+#           in a venv at .cache/python; Debian's Chromium for the panel's Playwright tests
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODE=${1:-app}
@@ -35,10 +37,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   fi
 fi
 
-if [ "$MODE" = test ]; then
+# Node 22 and the Node test peers, in .cache/node (Debian's own node is 20).
+node_peers() {
   command -v npm >/dev/null 2>&1 || apt_need nodejs npm
   NODE_DIR="$ROOT/.cache/node"
   mkdir -p "$NODE_DIR"
+  local stamp
   stamp="$NODE_DIR/.installed-$(sha256sum "$ROOT/tests/node/package-lock.json" | cut -c1-16)"
   if [ ! -f "$stamp" ] || [ ! -x "$NODE_DIR/node_modules/.bin/node" ]; then
     log "installing Node test peers into .cache/node"
@@ -48,6 +52,28 @@ if [ "$MODE" = test ]; then
     touch "$stamp"
   fi
   "$NODE_DIR/node_modules/.bin/node" --version | grep -q '^v22\.' || { log "Node 22 missing in .cache/node"; exit 1; }
+}
+
+# The control panel's packages (ui/node_modules), installed with the Node 22 of .cache/node.
+ui_packages() {
+  local stamp="$ROOT/ui/node_modules/.installed-$(sha256sum "$ROOT/ui/package-lock.json" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    log "installing the panel's npm packages into ui/node_modules"
+    (cd "$ROOT/ui" && PATH="$NODE_DIR/node_modules/.bin:$PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+      npm ci --no-audit --no-fund --loglevel=error)
+    rm -f "$ROOT/ui/node_modules"/.installed-*
+    touch "$stamp"
+  fi
+}
+
+if [ "$MODE" = ui ] || [ "$MODE" = test ]; then
+  node_peers
+  ui_packages
+fi
+
+if [ "$MODE" = test ]; then
+  # The browser the panel's Playwright tests drive (never one Playwright downloads).
+  [ -x /usr/bin/chromium ] || apt_need chromium
 
   # The Python SDK client of the acceptance test, in its own venv.
   command -v python3 >/dev/null 2>&1 || apt_need python3

@@ -1,0 +1,189 @@
+/**
+ * The panel against a really running `switchboard serve` with real upstreams: every view is
+ * opened with live data, checked the way an operator would look at it, and photographed into
+ * e2e/screenshots/<view>.png.
+ */
+import { test, expect, type Page } from '@playwright/test';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { readStack, SHOTS, THERMAL_DIR } from './stack';
+import { allTools, sdkClient } from './mcp';
+
+test.describe.configure({ mode: 'serial' });
+
+const stack = readStack();
+
+async function openPanel(page: Page, view = 'overview') {
+  await page.goto(stack.panel);
+  await expect(page.getByTestId('conn')).toHaveText(/live/);
+  await page.locator(`nav [data-view="${view}"]`).click();
+  await expect(page.getByTestId(`view-${view}`)).toBeVisible();
+}
+
+async function shot(page: Page, name: string) {
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+test('the admin API refuses requests without the token, and foreign origins', async ({ request }) => {
+  const none = await request.get(`${stack.origin}/api/overview`);
+  expect(none.status()).toBe(401);
+  const foreign = await request.get(`${stack.origin}/api/overview`, {
+    headers: { Authorization: `Bearer ${stack.token}`, Origin: 'http://evil.example' },
+  });
+  expect(foreign.status()).toBe(403);
+  const ok = await request.get(`${stack.origin}/api/overview`, { headers: { Authorization: `Bearer ${stack.token}` } });
+  expect(ok.status()).toBe(200);
+});
+
+test('overview: every server ready, the token is out of the URL, live figures', async ({ page }) => {
+  await openPanel(page);
+  expect(page.url()).not.toContain('token=');
+  await expect(page.getByTestId('card-ready').locator('.v')).toHaveText('5', { timeout: 60_000 });
+  await expect(page.getByTestId('card-unavailable').locator('.v')).toHaveText('0');
+  for (const s of ['vision', 'knowledge', 'reasoning', 'everything', 'fixture']) {
+    await expect(page.getByTestId(`ov-server-${s}`)).toContainText('ready');
+  }
+  // Some traffic, so the chart and the rate have something to show.
+  const c = await sdkClient(stack.mcp);
+  for (let i = 0; i < 20; i++) await c.callTool({ name: 'everything__echo', arguments: { message: `overview ${i}` } });
+  await c.close();
+  await expect(page.getByTestId('live-chart').locator('canvas').first()).toBeVisible();
+  await expect(page.getByTestId('card-rate').locator('.v')).not.toHaveText('0.0', { timeout: 15_000 });
+  await shot(page, 'overview');
+});
+
+test('frames: a tools/call by the SDK client shows on both legs, linked', async ({ page }) => {
+  await openPanel(page, 'frames');
+  const c = await sdkClient(stack.mcp);
+  const tools = await allTools(c);
+  expect(tools).toContain('everything__echo');
+  const r = await c.callTool({ name: 'everything__echo', arguments: { message: 'hello from the e2e test' } });
+  expect(JSON.stringify(r)).toContain('hello from the e2e test');
+  await c.close();
+
+  await page.getByTestId('frame-filter').fill('method:tools/call "hello from the e2e test"');
+  const down = page.getByTestId('frames-downstream').locator('.frow[data-leg="downstream"]').first();
+  await expect(down).toBeVisible();
+  const up = page.getByTestId('frames-upstream').locator('.frow[data-leg="upstream"]').first();
+  await expect(up).toBeVisible();
+  const corr = await down.getAttribute('data-corr');
+  expect(corr).not.toBe('');
+  expect(await up.getAttribute('data-corr')).toBe(corr);
+
+  // Clear the filter: selecting the client's request lights up the upstream frames it caused.
+  await page.getByTestId('frame-filter').fill('');
+  await page.locator(`[data-testid="frames-downstream"] .frow[data-corr="${corr}"]`).first().click();
+  await expect(page.getByTestId('detail-corr')).toHaveText(String(corr));
+  await expect(page.locator(`[data-testid="frames-upstream"] .frow.linked[data-corr="${corr}"]`).first()).toBeVisible();
+  await expect(page.getByTestId('linked')).toContainText('upstream');
+  await expect(page.getByTestId('raw-body')).toContainText('tools/call');
+  await shot(page, 'frames');
+});
+
+test('handshakes: both legs as sequence diagrams with versions and capabilities', async ({ page }) => {
+  const c = await sdkClient(stack.mcp, 'legacy', 'handshake-client');
+  await c.close();
+  await openPanel(page, 'handshakes');
+  const list = page.getByTestId('handshake-list');
+  await expect(list).toContainText('everything');
+  await expect(list).toContainText('upstream');
+  await list.locator('tr', { hasText: 'everything' }).first().click();
+  await expect(page.getByTestId('sequence')).toContainText(/initialize|server\/discover/);
+  await expect(page.getByTestId('chosen')).not.toHaveText('—');
+  await expect(page.getByTestId('caps')).toContainText('tools');
+  await shot(page, 'handshakes');
+});
+
+test('registry: the servers × tools matrix, a schema, and the $ref-broken tool quarantined', async ({ page }) => {
+  await openPanel(page, 'registry');
+  const matrix = page.getByTestId('matrix');
+  await expect(matrix).toContainText('fixture');
+  await expect(matrix).toContainText('analyze_thermal_image');
+  const q = page.locator('[data-testid^="q-fixture-"]').first();
+  await expect(q).toBeVisible();
+  await q.click();
+  await expect(page.getByTestId('quarantine-error')).toContainText(/\$ref|ref/);
+  await expect(page.getByTestId('quarantine')).toContainText('fixture');
+  await matrix.locator('tr', { hasText: 'analyze_thermal_image' }).locator('td.cell.has').first().click();
+  await expect(page.getByTestId('schema-tree')).toContainText('image');
+  await expect(page.getByTestId('schema-tree')).toContainText('required');
+  await shot(page, 'registry');
+});
+
+test('sessions: a 2025-11-25 session and its upstream bindings; the scheduler notice', async ({ page }) => {
+  const c = await sdkClient(stack.mcp, 'legacy', 'session-client');
+  await c.callTool({ name: 'everything__echo', arguments: { message: 'session' } });
+  await openPanel(page, 'sessions');
+  await expect(page.getByTestId('scheduler-notice')).toContainText('scheduler');
+  await expect(page.getByTestId('sessions-table').locator('tbody tr').first()).not.toContainText('No 2025-11-25 sessions', { timeout: 15_000 });
+  await shot(page, 'sessions');
+  await c.close();
+});
+
+test('diagnosis: dropping wm01_200_deg_neutral.jpg on a panel ends major with the hotspot outlined', async ({ page }) => {
+  await openPanel(page, 'diagnosis');
+  await page.getByTestId('equipment').selectOption('panel');
+  await page.getByTestId('file-input').setInputFiles(path.join(THERMAL_DIR, 'wm01_200_deg_neutral.jpg'));
+  for (const n of ['vision', 'knowledge', 'reasoning']) {
+    await expect(page.getByTestId(`flow-node-${n}`)).toHaveAttribute('data-status', 'done', { timeout: 90_000 });
+  }
+  await expect(page.getByTestId('run-outcome')).toHaveText('ok');
+  await expect(page.getByTestId('thermal-canvas')).toBeVisible();
+  await expect(page.getByTestId('hotspot')).toBeVisible();
+  await expect(page.getByTestId('hottest')).toBeVisible();
+  await expect(page.getByTestId('severity')).toHaveText(/major/i);
+  await expect(page.getByTestId('repair').locator('li').first()).toBeVisible();
+  const box = await page.getByTestId('thermal').boundingBox();
+  if (box) await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await expect(page.getByTestId('pointer-temp')).toContainText('°C');
+  await shot(page, 'diagnosis');
+});
+
+test('diagnosis: a corrupt image shows the reader’s error and the failed run is in the history', async ({ page }, info) => {
+  await openPanel(page, 'diagnosis');
+  const bad = info.outputPath('corrupt.jpg');
+  writeFileSync(bad, Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe1]), Buffer.from('this is not a thermal image '.repeat(20))]));
+  await page.getByTestId('equipment').selectOption('panel');
+  // A synthetic drop on the page, as a user's drag and drop would deliver it.
+  const bytes = [...(await import('node:fs')).readFileSync(bad)];
+  await page.evaluate((data) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(data)], 'corrupt.jpg', { type: 'image/jpeg' }));
+    window.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    window.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, bytes);
+  await expect(page.getByTestId('thermal-error')).toBeVisible({ timeout: 30_000 });
+  await expect(page.getByTestId('flow-node-vision')).toHaveAttribute('data-status', 'failed', { timeout: 60_000 });
+  await expect(page.getByTestId('run-history').locator('tr[data-outcome="failed"]').first()).toBeVisible({ timeout: 30_000 });
+  await shot(page, 'diagnosis-corrupt');
+});
+
+test('servers: processes with pids; killing the fixture turns it red', async ({ page }) => {
+  await openPanel(page, 'servers');
+  const row = page.getByTestId('server-row-everything');
+  await expect(row).toContainText('ready');
+  await row.click();
+  await expect(page.getByTestId('server-detail')).toContainText('everything');
+  await expect(page.getByTestId('stderr')).toBeVisible();
+  await shot(page, 'servers');
+  process.kill(stack.pids.fixture, 'SIGKILL');
+  await expect(page.getByTestId('server-row-fixture')).toHaveAttribute('data-state', 'unavailable', { timeout: 90_000 });
+  await page.getByTestId('server-row-fixture').click();
+  await shot(page, 'servers-unavailable');
+});
+
+test('light theme and keyboard navigation', async ({ page }) => {
+  await openPanel(page, 'overview');
+  await page.keyboard.press('6');
+  await expect(page.getByTestId('view-frames')).toBeVisible();
+  await page.keyboard.press('/');
+  await expect(page.getByTestId('frame-filter')).toBeFocused();
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('j');
+  await expect(page.getByTestId('frame-detail')).not.toContainText('Select a frame');
+  await page.getByTestId('theme').click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await page.keyboard.press('1');
+  await shot(page, 'overview-light');
+});
