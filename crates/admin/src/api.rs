@@ -48,6 +48,7 @@ pub fn routes(state: AdminState) -> Router {
         .route("/api/servers/{name}/catalog", get(servers::catalog))
         .route("/api/handshakes", get(records::handshakes))
         .route("/api/traces", get(records::traces))
+        .route("/api/sessions", get(records::sessions))
         .route("/api/frames", get(frames::list))
         .route("/api/frames/export", get(frames::export))
         .route("/api/settings", get(settings::get_settings))

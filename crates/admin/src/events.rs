@@ -104,7 +104,7 @@ pub struct Snapshot {
     pub frames: Vec<FrameEvent>,
     /// The newest stored flow runs, newest first (the store's run rows).
     pub runs: Vec<Value>,
-    /// Downstream sessions and callers (`GET /api/sessions`); `null` until the app provides them.
+    /// Downstream sessions and callers (`GET /api/sessions`); `null` when the app gave no source.
     pub sessions: Option<Value>,
     /// The overview.
     pub overview: Overview,
@@ -222,7 +222,7 @@ pub async fn snapshot(state: &AdminState, filter: &Filter) -> Snapshot {
         traces,
         frames,
         runs,
-        sessions: None,
+        sessions: cfg.sessions.as_ref().map(|read| read()),
         overview: crate::api::overview::overview(state).await,
     }
 }

@@ -56,7 +56,14 @@ pub struct AdminConfig {
     pub shutdown: CancellationToken,
     /// The frame ring.
     pub ring: FrameRing,
+    /// Where `GET /api/sessions` and the snapshot read the downstream sessions from (the
+    /// gateway's table, handed in by the app so this crate needs no gateway); `None`: the
+    /// route answers 404 and the snapshot carries `null`.
+    pub sessions: Option<SessionsSource>,
 }
+
+/// A reader of the downstream sessions table, as JSON (see [`AdminConfig::sessions`]).
+pub type SessionsSource = std::sync::Arc<dyn Fn() -> Value + Send + Sync>;
 
 impl std::fmt::Debug for AdminConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -9,7 +9,7 @@
 //!
 //! 1. the listeners stop accepting (a new connection is refused) and the requests in flight
 //!    finish, bounded by the deadline; WebSocket connections close;
-//! 2. stdio clients end;
+//! 2. stdio clients end, then diagnosis runs still going are cancelled and recorded;
 //! 3. the registry shuts down (supervised child processes are stopped) — only now, so the
 //!    calls drained in step 1 still had their upstreams;
 //! 4. the trace writer stores what is queued;
@@ -57,6 +57,7 @@ use crate::auth::BearerToken;
 use crate::blobs::{BlobStore, DEFAULT_MAX_BLOB};
 use crate::builtins::{Builtins, BuiltinsConfig};
 use crate::config::AppConfig;
+use crate::diagnosis::{Diagnosis, DiagnosisConfig};
 use crate::edge::EdgeConfig;
 use crate::endpoint::EndpointConfig;
 use crate::http::{HttpState, ListenerConfig};
@@ -83,6 +84,8 @@ pub struct AppOptions {
     /// random one (32 bytes from the OS), which [`App::admin_token`] gives to whoever opens
     /// the panel. `/api` is never open.
     pub admin_token: Option<AdminToken>,
+    /// How the diagnosis service is set up (`None`: its defaults).
+    pub diagnosis: Option<DiagnosisConfig>,
 }
 
 /// Errors of a running app.
@@ -127,6 +130,8 @@ pub struct App {
     router: Router,
     /// The admin API (control panel) state.
     admin: AdminState,
+    /// The diagnosis service (runs started by the panel and by `diagnose`).
+    diagnosis: Diagnosis,
     /// Bound listeners, for the admin API's Origin rule and overview.
     bound: Listeners,
     federation: switchboard_router::federation::FederationConfig,
@@ -233,11 +238,26 @@ impl App {
                 events: events.clone(),
                 listeners: bound.clone(),
                 shutdown: stages.listeners.clone(),
+                sessions: Some({
+                    let gateway = gateway.clone();
+                    Arc::new(move || serde_json::to_value(gateway.sessions()).unwrap_or_default())
+                }),
             },
             admin_token,
         );
+        let invoker = crate::invoker::RegistryInvoker::with_federation(
+            registry.clone(),
+            config.endpoint.federation.clone(),
+        );
+        let diagnosis = Diagnosis::new(
+            invoker,
+            store.clone(),
+            events.clone(),
+            blobs.clone(),
+            options.diagnosis.clone().unwrap_or_default(),
+        );
         // More `/api` routes (the diagnosis routes) join the admin API here, behind its guard.
-        let extra_api = Router::new();
+        let extra_api = crate::diagnosis::routes::routes(diagnosis.clone());
         let router = crate::http::with_token(crate::http::router_with(state, &gateway), options.token)
             .merge(admin.router(extra_api));
         Ok(App {
@@ -249,6 +269,7 @@ impl App {
             endpoint,
             router,
             admin,
+            diagnosis,
             bound,
             federation: config.endpoint.federation.clone(),
             limits: config.endpoint.listener,
@@ -278,6 +299,12 @@ impl App {
     /// The admin API's token: the panel's URL carries it ([`App::panel_url`]). Never log it.
     pub fn admin_token(&self) -> &AdminToken {
         self.admin.token()
+    }
+
+    /// The diagnosis service: runs of the default flow on uploaded images, for the panel's
+    /// `/api/runs` and the `diagnose` command.
+    pub fn diagnosis(&self) -> &Diagnosis {
+        &self.diagnosis
     }
 
     /// The admin API (control panel) state: its guard, the frame ring.
@@ -399,6 +426,8 @@ impl App {
         self.stages.stdio.cancel();
         let stdio = std::mem::take(&mut *lock(&self.stdio));
         join_or_abort(stdio, end.max(Instant::now() + CLEANUP_GRACE)).await;
+        tracing::debug!("shutdown: cancelling diagnosis runs");
+        self.diagnosis.shutdown(left().max(CLEANUP_GRACE)).await;
         tracing::debug!("shutdown: stopping the upstream servers");
         self.registry.shutdown(left().max(CLEANUP_GRACE)).await;
         tracing::debug!("shutdown: flushing traces");

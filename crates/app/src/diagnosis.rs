@@ -2,7 +2,7 @@
 //! (vision → knowledge → reasoning, `assets/flows/thermal-diagnosis.toml`) on an uploaded
 //! image, for the `switchboard diagnose` command and the panel's routes ([`routes`]) alike.
 //!
-//! Built from an [`App`]: its invoker (tools through the one routing seam), its store (every
+//! [`App::build`](crate::App::build) makes the app's one service from its parts: its invoker (tools through the one routing seam), its store (every
 //! run is recorded as it goes, failed ones included — a corrupt image ends as a failed run
 //! carrying the reader's error), its event bus (the engine's observer: every node event
 //! becomes an `Event::FlowProgress`; the service adds an `Event::FlowRun` when a run is
@@ -13,8 +13,9 @@
 //! carries OS randomness, so it can be handed out before the run exists). Each run has its
 //! own cancellation token ([`Diagnosis::cancel`]); at most [`DiagnosisConfig::max_running`]
 //! runs go at once, beyond that starting one is refused with [`DiagnosisError::Busy`].
-//! Background runs are tracked: [`Diagnosis::shutdown`] cancels and awaits them, and must
-//! come before [`App::shutdown`] (which stops the servers the runs call).
+//! Background runs are tracked: [`Diagnosis::shutdown`] cancels and awaits them;
+//! [`App::shutdown`](crate::App::shutdown) calls it after the listeners drained and before it
+//! stops the servers the runs call.
 
 pub mod routes;
 pub mod thermal;
@@ -35,7 +36,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::App;
 use crate::blobs::{BlobError, BlobStore};
 use crate::invoker::RegistryInvoker;
 pub use thermal::{MAX_VIEW_PIXELS, ThermalView, ThermalViewError};
@@ -165,13 +165,19 @@ fn blob_id(image: &str) -> Result<&str, DiagnosisError> {
 }
 
 impl Diagnosis {
-    /// The service over `app`'s invoker, store, event bus and blobs.
-    pub fn new(app: &App, config: DiagnosisConfig) -> Diagnosis {
-        let invoker = app.invoker();
-        let sink = Arc::new(StoreSink::new(app.store().clone()));
+    /// The service over an invoker, the store, the event bus and the blobs. [`App::build`](crate::App::build)
+    /// makes the app's one service ([`App::diagnosis`](crate::App::diagnosis)).
+    pub fn new(
+        invoker: RegistryInvoker,
+        store: Store,
+        events: EventBus,
+        blobs: BlobStore,
+        config: DiagnosisConfig,
+    ) -> Diagnosis {
+        let sink = Arc::new(StoreSink::new(store.clone()));
         let engine = Engine::new(Arc::new(invoker.clone()))
             .with_sink(sink.clone())
-            .with_observer(Arc::new(app.events().clone()));
+            .with_observer(Arc::new(events.clone()));
         // The embedded default is part of the binary and checked by the tests; a parse error
         // here would be a build mistake, and leaves the graph empty rather than failing start-up.
         let flow_file = toml::from_str(DEFAULT_FLOW).unwrap_or_else(|e| {
@@ -187,11 +193,11 @@ impl Diagnosis {
         Diagnosis {
             inner: Arc::new(Inner {
                 invoker,
-                events: app.events().clone(),
+                events,
                 engine,
-                store: app.store().clone(),
+                store,
                 sink,
-                blobs: app.blobs().clone(),
+                blobs,
                 flow_file,
                 live: Mutex::new(HashMap::new()),
                 max_running: config.max_running.max(1),
@@ -463,7 +469,7 @@ impl Diagnosis {
     }
 
     /// Refuses new runs, cancels the ones going and waits for them to be recorded, at most
-    /// `deadline`. Call it before [`App::shutdown`].
+    /// `deadline`. [`App::shutdown`](crate::App::shutdown) calls it before it stops the servers.
     pub async fn shutdown(&self, deadline: Duration) {
         self.inner.stop.cancel();
         self.inner.tasks.close();

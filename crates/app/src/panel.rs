@@ -4,7 +4,7 @@
 //! or flags; this module hands it what it needs.
 
 use serde_json::{Value, json};
-use switchboard_admin::{AdminConfig, AdminState, AdminToken, FrameRing, Listeners};
+use switchboard_admin::{AdminConfig, AdminState, AdminToken, FrameRing, Listeners, SessionsSource};
 use switchboard_router::{EventBus, Registry};
 use switchboard_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -64,6 +64,8 @@ pub struct PanelHandles {
     pub listeners: Listeners,
     /// Fires when the listeners drain: event viewers close.
     pub shutdown: CancellationToken,
+    /// The gateway's sessions table, as JSON.
+    pub sessions: Option<SessionsSource>,
 }
 
 /// The admin API's state for `config`, requiring `token`.
@@ -78,5 +80,6 @@ pub fn admin_state(config: &AppConfig, handles: PanelHandles, token: AdminToken)
         listeners: handles.listeners,
         shutdown: handles.shutdown,
         ring: FrameRing::default(),
+        sessions: handles.sessions,
     })
 }

@@ -1,4 +1,5 @@
-//! `GET /api/handshakes` and `GET /api/traces`: the stored history, newest first.
+//! `GET /api/handshakes`, `GET /api/traces` and `GET /api/sessions`: the stored history, newest
+//! first, and the live sessions table.
 
 use axum::Json;
 use axum::extract::{Query, State};
@@ -78,4 +79,16 @@ pub async fn traces(
     Query(q): Query<TraceQuery>,
 ) -> Result<Response, AdminError> {
     Ok(Json(trace_list(&state, q.limit).await?).into_response())
+}
+
+/// `GET /api/sessions`: the downstream sessions and callers with their upstream bindings, as
+/// the app's source gives them; 404 when the app gave none.
+pub async fn sessions(State(state): State<AdminState>) -> Response {
+    match state.config().sessions.as_ref() {
+        Some(read) => Json(read()).into_response(),
+        None => crate::error::error_response(
+            axum::http::StatusCode::NOT_FOUND,
+            "this router keeps no sessions table",
+        ),
+    }
 }

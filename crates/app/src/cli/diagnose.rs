@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 use switchboard_app::config::AppConfig;
-use switchboard_app::diagnosis::{Diagnosis, DiagnosisConfig};
+use switchboard_app::diagnosis::Diagnosis;
 use switchboard_app::{App, AppOptions};
 use switchboard_flow::{Engine, RunEvent, RunOptions, RunOutcome, RunRecord};
 
@@ -180,7 +180,7 @@ impl Env {
         app.listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
             .context("binding the blob listener")?;
-        let diagnosis = Diagnosis::new(&app, DiagnosisConfig::default());
+        let diagnosis = app.diagnosis().clone();
         Ok(Env { app, diagnosis })
     }
 
@@ -220,7 +220,6 @@ impl Env {
 
     /// Stops the runs, the listener, the servers and the store, in that order.
     pub async fn shutdown(self) {
-        self.diagnosis.shutdown(Duration::from_secs(5)).await;
         self.app.shutdown(Duration::from_secs(5)).await;
     }
 }

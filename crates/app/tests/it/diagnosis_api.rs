@@ -1,12 +1,12 @@
-//! The diagnosis routes (`switchboard_app::diagnosis::routes`) over HTTP, mounted without the
-//! `/api` guard on a listener of their own, in front of an app with the real built-in
-//! servers: upload → thermal view → run → progress on the bus → the stored run.
+//! The diagnosis routes (`switchboard_app::diagnosis::routes`) over HTTP, as the app mounts
+//! them behind the `/api` guard, in front of the real built-in servers: upload → thermal view
+//! → run → progress on the bus → the stored run.
 
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use switchboard_app::diagnosis::{Diagnosis, DiagnosisConfig};
+use switchboard_app::diagnosis::Diagnosis;
 use switchboard_router::{Event, EventKind, Filter, Subscription};
 
 use crate::harness::{Env, Harness, PATIENCE};
@@ -16,28 +16,27 @@ fn data(name: &str) -> std::path::PathBuf {
     repo_root().join("../shared/data/thermal").join(name)
 }
 
-/// The diagnosis routes of `env`'s app on 127.0.0.1 port 0.
+/// The diagnosis routes of `env`'s app, on its listener, with the admin token.
 struct Api {
     base: String,
+    token: String,
     http: reqwest::Client,
     diagnosis: Diagnosis,
 }
 
 impl Api {
     async fn start(env: &Env) -> Api {
-        let diagnosis = Diagnosis::new(env.app(), DiagnosisConfig::default());
-        let routes = switchboard_app::diagnosis::routes::routes(diagnosis.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = env.stop_token();
-        tokio::spawn(async move {
-            axum::serve(listener, routes).with_graceful_shutdown(stop.cancelled_owned()).await.unwrap();
-        });
-        Api { base: format!("http://{addr}"), http: reqwest::Client::new(), diagnosis }
+        let diagnosis = env.app().diagnosis().clone();
+        Api {
+            base: format!("http://{}", env.addr),
+            token: env.admin_token.clone(),
+            http: reqwest::Client::new(),
+            diagnosis,
+        }
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
-        let r = req.send().await.unwrap();
+        let r = req.bearer_auth(&self.token).send().await.unwrap();
         let status = r.status().as_u16();
         let body = r.bytes().await.unwrap();
         (status, serde_json::from_slice(&body).unwrap_or(Value::Null))

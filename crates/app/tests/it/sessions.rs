@@ -37,8 +37,13 @@ async fn next_session_event(events: &mut Subscription, action: &str) -> Event {
     .unwrap_or_else(|_| panic!("no session {action} event"))
 }
 
-fn sessions_of(env: &Env) -> Value {
-    serde_json::to_value(env.app().gateway().sessions()).unwrap()
+/// The sessions table as the panel reads it: `GET /api/sessions` behind the admin token.
+/// It must be what the gateway holds.
+async fn sessions_of(env: &Env) -> Value {
+    let view = env.api_json("/api/sessions").await;
+    let direct = serde_json::to_value(env.app().gateway().sessions()).unwrap();
+    assert_eq!(view["sessions"].as_array().map(Vec::len), direct["sessions"].as_array().map(Vec::len));
+    view
 }
 
 fn session_named<'a>(view: &'a Value, client: &str) -> &'a Value {
@@ -57,7 +62,7 @@ async fn two_sdk_sessions_are_listed_bound_to_an_upstream_session_and_ended() {
         env.events().subscribe_filtered(Filter { kinds: [EventKind::Session].into(), ..Filter::default() });
     let a = sdk_client(&env, "sdk-a").await;
     let b = sdk_client(&env, "sdk-b").await;
-    let view = sessions_of(&env);
+    let view = sessions_of(&env).await;
     let (sa, sb) = (session_named(&view, "sdk-a"), session_named(&view, "sdk-b"));
     assert_ne!(sa["tag"], sb["tag"], "{view}");
     for s in [sa, sb] {
@@ -84,7 +89,7 @@ async fn two_sdk_sessions_are_listed_bound_to_an_upstream_session_and_ended() {
     assert_eq!(server.as_deref(), Some("beta"));
     let upstream = upstream_session.expect("beta holds an upstream session");
     assert!(upstream.starts_with("u-"), "{upstream}");
-    let view = sessions_of(&env);
+    let view = sessions_of(&env).await;
     let sa = session_named(&view, "sdk-a");
     assert_eq!(sa["tag"], id.as_str());
     let binding = &sa["bindings"][0];
@@ -100,7 +105,7 @@ async fn two_sdk_sessions_are_listed_bound_to_an_upstream_session_and_ended() {
         unreachable!()
     };
     assert_eq!(ended, id);
-    let view = sessions_of(&env);
+    let view = sessions_of(&env).await;
     let sa = session_named(&view, "sdk-a");
     assert_eq!(sa["ended"], true, "{sa}");
     assert!(sa["ended_ms"].as_i64().is_some());
@@ -117,7 +122,7 @@ async fn a_2026_caller_is_listed_with_its_binding_and_handshakes_are_recorded_do
     assert_eq!(status, 200, "{discover}");
     let r = env.call_tool("alpha__echo", json!({"text": "hi"})).await;
     assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
-    let view = sessions_of(&env);
+    let view = sessions_of(&env).await;
     let caller = view["callers"]
         .as_array()
         .unwrap()
