@@ -3,7 +3,9 @@
 //!
 //! [`App::build`] opens the store, the event bus, the registry with the built-in servers and
 //! the configured ones, the blob store, the trace writer, the [`Gateway`] and the HTTP router
-//! (behind the bearer token when one is set). Nothing is served until asked: [`App::listen`]
+//! (behind the bearer token when one is set), with the admin API (`/api`, always behind its
+//! own token: [`App::admin_token`], [`App::panel_url`]) and the embedded UI beside it
+//! (`switchboard-admin`). Nothing is served until asked: [`App::listen`]
 //! binds an HTTP listener (any number of them), [`App::serve_stdio`] serves one MCP client on
 //! a pair of pipes. [`App::shutdown`] stops everything in order:
 //!

@@ -32,14 +32,12 @@ pub async fn handshake_list(
     q: &HandshakeQuery,
 ) -> Result<Vec<HandshakeRecord>, AdminError> {
     let cfg = state.config();
-    let server_id = match q.server.as_deref().filter(|s| !s.is_empty()) {
-        None => None,
-        Some(s) => Some(match cfg.registry.entry(s) {
-            Some(e) => e.id.clone(),
-            // A removed server's history is kept under its id.
-            None => s.to_owned(),
-        }),
-    };
+    // A removed server's history is kept under its id, so an unknown name is tried as one.
+    let server_id = q
+        .server
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(|s| cfg.registry.entry(s).map_or_else(|| s.to_owned(), |e| e.id.clone()));
     let limit = super::limit(q.limit);
     // A leg filter reads more rows, so `limit` of that leg can still come back.
     let read = if q.leg.is_some() { super::MAX_LIMIT } else { limit };

@@ -11,8 +11,10 @@ fn stdio_body(name: &str) -> Value {
     json!({"name": name, "command": fixture_bin(), "args": ["--transport", "stdio"], "labels": ["test"]})
 }
 
-async fn handshakes_of(env: &Env, name: &str) -> usize {
-    env.api_json(&format!("/api/handshakes?server={name}&leg=upstream")).await.as_array().unwrap().len()
+/// The id of `name`'s newest upstream handshake.
+async fn newest_handshake(env: &Env, name: &str) -> i64 {
+    let rows = env.api_json(&format!("/api/handshakes?server={name}&leg=upstream&limit=1")).await;
+    rows[0]["id"].as_i64().unwrap_or_else(|| panic!("no handshake of {name}: {rows}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,13 +44,13 @@ async fn servers_are_added_restarted_removed_and_imported() {
 
     // Restart: a new process and a new handshake.
     let pid = fx["status"]["pid"].as_u64().unwrap();
-    let before = handshakes_of(&env, "fx").await;
+    let before = newest_handshake(&env, "fx").await;
     let r = env.api(Method::POST, "/api/servers/fx/restart").send().await.unwrap();
     assert_eq!(r.status(), 202);
     env.registry().wait_for("fx", ServerState::Ready, PATIENCE).await.unwrap();
     let view = env.registry().servers().into_iter().find(|s| s.name == "fx").unwrap();
     assert_ne!(view.status.pid, Some(pid as u32), "a new child process");
-    assert!(handshakes_of(&env, "fx").await > before, "a new handshake");
+    assert!(newest_handshake(&env, "fx").await > before, "a new handshake");
     assert_eq!(env.api(Method::POST, "/api/servers/nope/restart").send().await.unwrap().status(), 404);
 
     // Remove.
