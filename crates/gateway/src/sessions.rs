@@ -25,6 +25,8 @@ use sha2::{Digest, Sha256};
 use switchboard_router::{Event, EventBus};
 use ts_rs::TS;
 
+pub mod typescript;
+
 /// Sessions kept by default.
 pub const DEFAULT_SESSIONS_KEPT: usize = 1000;
 /// Callers kept by default.
@@ -502,36 +504,6 @@ impl SessionTable {
             scheduling: None,
             scheduling_note: SCHEDULING_NOTE.to_owned(),
         }
-    }
-}
-
-/// The TypeScript declarations of [`SessionsView`], as the UI imports them.
-pub mod typescript {
-    use ts_rs::TS;
-
-    /// Where the generated file lives, relative to the repository root.
-    pub const PATH: &str = "ui/src/generated/sessions.ts";
-
-    /// The file's text (64-bit integers written `number`: serde writes them as plain numbers).
-    pub fn render() -> String {
-        let cfg = ts_rs::Config::default();
-        let decls = [
-            serde_json::Value::decl(&cfg),
-            super::UpstreamBinding::decl(&cfg),
-            super::SessionView::decl(&cfg),
-            super::CallerView::decl(&cfg),
-            super::SessionsView::decl(&cfg),
-        ];
-        let mut out = String::from(
-            "// Generated from the gateway's session table (crates/gateway/src/sessions.rs) by\n\
-             // `UPDATE_BINDINGS=1 cargo test -p switchboard-gateway --lib typescript`. Do not edit.\n\n",
-        );
-        for d in decls {
-            out.push_str("export ");
-            out.push_str(&d.replace("bigint", "number"));
-            out.push_str("\n\n");
-        }
-        out
     }
 }
 

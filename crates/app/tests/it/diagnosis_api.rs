@@ -224,3 +224,30 @@ async fn bad_requests_are_refused_with_a_sentence() {
     let (status, _) = api.get("/api/runs/unknown").await;
     assert_eq!(status, 404);
 }
+
+/// On a current-thread runtime a started run does not begin before the test yields, so the
+/// bound and the cancellation are met before any node runs, every time.
+#[tokio::test]
+async fn runs_beyond_the_bound_are_refused_and_a_cancelled_run_ends_cancelled() {
+    use switchboard_app::diagnosis::{DiagnosisError, RunRequest, routes::status_of};
+    let env = Harness::new().builtin_servers().start().await;
+    let diagnosis = Diagnosis::new(env.app(), DiagnosisConfig { max_running: 1 });
+    let sha =
+        diagnosis.blobs().put_reader(&std::fs::read(data("wm01_200_deg_neutral.jpg")).unwrap()[..]).await;
+    let request = RunRequest { image: format!("blob:{}", sha.unwrap().sha256), ..RunRequest::default() };
+    let mut events = flow_events(&env);
+    let first = diagnosis.start(request.clone()).await.unwrap();
+    let busy = diagnosis.start(request).await.expect_err("one run at a time");
+    assert!(matches!(busy, DiagnosisError::Busy(1)), "{busy}");
+    assert_eq!(status_of(&busy).as_u16(), 429);
+    assert!(busy.to_string().contains("1 diagnosis runs are in progress"), "{busy}");
+    diagnosis.cancel(&first).await.unwrap();
+    let (nodes, outcome) = follow(&mut events, &first).await;
+    assert_eq!(outcome, "cancelled");
+    assert!(nodes.values().all(|s| s == "skipped"), "{nodes:?}");
+    let view = diagnosis.run_view(&first).await.unwrap();
+    assert_eq!(view.run.outcome, "cancelled");
+    let again = diagnosis.cancel(&first).await.expect_err("ended");
+    assert_eq!(status_of(&again).as_u16(), 409);
+    assert_eq!(diagnosis.running(), 0);
+}
