@@ -6,7 +6,7 @@
 //!
 //! | event | publisher |
 //! | --- | --- |
-//! | [`Event::Handshake`] | the registry, for every upstream handshake attempt (`registry.rs`, `record_handshake`) |
+//! | [`Event::Handshake`] | the registry, for every upstream handshake attempt (`registry/handshake.rs`, `record_handshake`) |
 //! | [`Event::ServerState`] | the registry, on every state change (`set_state_detailed`) |
 //! | [`Event::Catalog`] | the registry, when a listing differs or on connect (`list_and_publish`) |
 //! | [`Event::CatalogChanged`] | the registry, with the item diff, when a listing differs from the previous one (first listing included; never for an unchanged refresh) |
@@ -15,7 +15,7 @@
 //! | [`Event::Trace`] | the gateway, when a downstream request finished (`gateway/src/traces.rs`) |
 //! | [`Event::FlowProgress`] | the flow engine, through the bus as its [`RunObserver`](switchboard_flow::RunObserver) ([`flow`]); the app hands the bus to its engine |
 //! | [`Event::ProcessStats`] | the registry's process sampler ([`crate::stats`]), only while somebody subscribes, Linux only |
-//! | [`Event::Negotiation`] | nobody yet: the steps of a negotiation are in the handshake record's `steps` |
+//! | [`Event::Negotiation`] | the registry, one per step of every upstream handshake attempt (leg `upstream`: `discover`, `fallback`, `initialize`, `failed`), just before its [`Event::Handshake`] (`registry/negotiation.rs`) |
 //! | [`Event::Notification`] | nobody yet: the gateway's notifier does not publish its fan-out |
 //!
 //! Three promises, because the data plane publishes here:
