@@ -6,7 +6,7 @@
 //!
 //! | event | publisher |
 //! | --- | --- |
-//! | [`Event::Handshake`] | the registry, for every upstream handshake attempt (`registry.rs`, `record_handshake`) |
+//! | [`Event::Handshake`] | the registry, for every upstream handshake attempt (`registry/handshake.rs`, `record_handshake`) |
 //! | [`Event::ServerState`] | the registry, on every state change (`set_state_detailed`) |
 //! | [`Event::Catalog`] | the registry, when a listing differs or on connect (`list_and_publish`) |
 //! | [`Event::CatalogChanged`] | the registry, with the item diff, when a listing differs from the previous one (first listing included; never for an unchanged refresh) |
@@ -17,7 +17,7 @@
 //! | [`Event::FlowRun`] | the app's diagnosis service (`app/src/diagnosis.rs`), when a run is admitted and once its end is stored |
 //! | [`Event::Session`] | the gateway's session table (`gateway/src/sessions.rs`): a 2025-11-25 session opened or ended, a session or 2026-07-28 caller bound to an upstream |
 //! | [`Event::ProcessStats`] | the registry's process sampler ([`crate::stats`]), only while somebody subscribes, Linux only |
-//! | [`Event::Negotiation`] | nobody yet: the steps of a negotiation are in the handshake record's `steps` |
+//! | [`Event::Negotiation`] | the registry, one per step of every upstream handshake attempt (leg `upstream`: `discover`, `fallback`, `initialize`, `failed`), just before its [`Event::Handshake`] (`registry/negotiation.rs`) |
 //! | [`Event::Notification`] | nobody yet: the gateway's notifier does not publish its fan-out |
 //!
 //! Three promises, because the data plane publishes here:

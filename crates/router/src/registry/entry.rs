@@ -12,6 +12,8 @@ use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use super::Inner;
+#[cfg(doc)]
+use super::{Registry, ServerView};
 use crate::catalog::Catalog;
 use crate::config::ServerSpec;
 use crate::dedicated::CallConnections;

@@ -9,6 +9,7 @@ use switchboard_wire::Era;
 
 use super::Inner;
 use super::entry::{ServerEntry, read};
+use super::negotiation;
 use crate::events::{Event, now_ms};
 
 /// Asks a 2025-11-25 server that logs for every level: the endpoint filters log messages
@@ -24,12 +25,24 @@ pub(super) async fn open_logging(client: &McpClient) {
 }
 
 impl Inner {
-    pub(super) async fn record_handshake(&self, entry: &ServerEntry, record: HandshakeRecord) {
+    /// Stores `record` and publishes it, after one [`Event::Negotiation`] per step of the
+    /// handshake (`steps`, as the client wrote them; see `negotiation`).
+    pub(super) async fn record_handshake(
+        &self,
+        entry: &ServerEntry,
+        record: HandshakeRecord,
+        steps: &[String],
+    ) {
         let mut record = record;
         if let Some(store) = &self.store {
             match store.insert_handshake(&record).await {
                 Ok(id) => record.id = Some(id),
                 Err(e) => tracing::warn!(error = %e, "could not persist handshake"),
+            }
+        }
+        if self.events.active() {
+            for event in negotiation::events(&entry.spec.name, steps, &record) {
+                self.events.publish(event);
             }
         }
         self.events.publish(Event::Handshake { server: entry.spec.name.clone(), record: Box::new(record) });

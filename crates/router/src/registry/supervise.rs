@@ -145,6 +145,7 @@ pub(super) async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
                     .record_handshake(
                         &entry,
                         failure_record(Some(entry.id.clone()), kind.as_str(), &f, &options),
+                        &f.steps,
                     )
                     .await;
                 Next::Reconnect(reason)
@@ -207,7 +208,9 @@ async fn connect_and_watch(
     let client = match McpClient::connect(up.clone(), options.clone()).await {
         Ok(c) => Arc::new(c),
         Err(f) => {
-            inner.record_handshake(entry, failure_record(Some(entry.id.clone()), kind, &f, &options)).await;
+            inner
+                .record_handshake(entry, failure_record(Some(entry.id.clone()), kind, &f, &options), &f.steps)
+                .await;
             if up.kind() != switchboard_transport::TransportKind::Stdio {
                 up.close().await;
             }
@@ -228,6 +231,7 @@ async fn connect_and_watch(
         .record_handshake(
             entry,
             success_record(Some(entry.id.clone()), kind, &hs, listed.as_ref().ok().map(|n| *n as i64)),
+            &hs.steps,
         )
         .await;
     match &listed {

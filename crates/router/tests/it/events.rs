@@ -1,9 +1,11 @@
-//! The registry's event publishers: catalog diffs, process statistics, flow progress.
+//! The registry's event publishers: negotiation steps, catalog diffs, process statistics, flow
+//! progress.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use switchboard_fixtures::config::{Era as FxEra, Profile, TransportKind};
 use switchboard_flow::{
     CancellationToken, Engine, Flow, InvokeError, ProgressSink, RunOptions, ToolBinding, ToolInfo,
     ToolInvoker, ToolOutput,
@@ -28,6 +30,62 @@ fn queued_changes(h: &mut Harness) -> Vec<CatalogDiff> {
 /// A stdio fixture speaking 2025-11-25.
 pub fn stdio_fixture(name: &str) -> switchboard_router::ServerSpec {
     cmd_spec(name, &fixture_bin(), &["--transport", "stdio", "--era", "legacy"])
+}
+
+/// (step, offered, chosen) of one negotiation event.
+type Step = (String, Vec<String>, Option<String>);
+
+/// The negotiation events of `server`'s first handshake, up to its `Handshake` event, and the
+/// chosen version of the record.
+async fn negotiation_of(h: &mut Harness, server: &str) -> (Vec<Step>, Option<String>) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let mut steps = Vec::new();
+        loop {
+            let e = h.events.recv().await.expect("event bus open and keeping up");
+            match e.as_ref() {
+                Event::Negotiation { server: s, leg, step, offered, chosen, .. } if s == server => {
+                    assert_eq!(leg, "upstream");
+                    steps.push((step.clone(), offered.clone(), chosen.clone()));
+                }
+                Event::Handshake { server: s, record } if s == server => {
+                    return (steps, record.chosen_version.clone());
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no handshake of {server} within 30 s"))
+}
+
+#[tokio::test]
+async fn a_legacy_only_server_s_handshake_is_published_step_by_step() {
+    let fx = fixture(TransportKind::Http, FxEra::Legacy, Profile::Basic, 0).await;
+    let mut h = harness(fast()).await;
+    h.registry.add(url_spec("legacy", &fx.url)).await.unwrap();
+    let (steps, chosen) = negotiation_of(&mut h, "legacy").await;
+    let names: Vec<&str> = steps.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["discover", "fallback", "initialize"], "{steps:?}");
+    assert_eq!(steps[0].1, switchboard_wire::MODERN_VERSIONS, "discover offers the 2026 versions");
+    assert_eq!(steps[0].2, None, "discover chose nothing");
+    assert_eq!(steps[2].1, ["2025-11-25"], "initialize offers 2025-11-25");
+    assert_eq!(steps[2].2.as_deref(), Some("2025-11-25"), "initialize chose 2025-11-25");
+    assert_eq!(chosen.as_deref(), Some("2025-11-25"), "the record agrees");
+    h.registry.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_modern_server_s_handshake_is_one_discover_that_chooses() {
+    let fx = fixture(TransportKind::Http, FxEra::Modern, Profile::Basic, 0).await;
+    let mut h = harness(fast()).await;
+    h.registry.add(url_spec("modern", &fx.url)).await.unwrap();
+    let (steps, chosen) = negotiation_of(&mut h, "modern").await;
+    assert_eq!(
+        steps,
+        [("discover".to_owned(), vec!["2026-07-28".to_owned()], Some("2026-07-28".to_owned()))]
+    );
+    assert_eq!(chosen.as_deref(), Some("2026-07-28"));
+    h.registry.shutdown(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
