@@ -118,7 +118,7 @@ export function Overview() {
                   <tr key={i}>
                     <td className="muted nowrap">{ago(f.at, now * 1000)}</td>
                     <td className="mono nowrap">{f.what}</td>
-                    <td className="bad">{f.detail}</td>
+                    <td className="bad" style={{ wordBreak: "break-word" }}>{f.detail.length > 160 ? f.detail.slice(0, 159) + "…" : f.detail}</td>
                   </tr>
                 ))}
               </tbody>
