@@ -1,42 +1,11 @@
 /**
- * Provisional types of the admin API's bodies that are not generated yet (sessions and
- * diagnosis: `ui/src/generated/sessions.ts` and `diagnosis.ts` will hold them), written from
+ * Provisional types of the admin API's bodies that are not generated yet (diagnosis: the
+ * generated `ui/src/generated/diagnosis.ts` has landed beside this file and replaces them at
+ * integration), written from
  * docs/admin-api.md and the Rust structs they serialise. This is the ONE file that holds
  * them: replace each type here with the generated one as it appears. The admin API's own
  * bodies come from `ui/src/generated/admin.ts`.
  */
-
-export interface UpstreamBinding {
-  server: string;
-  upstream_session?: string | null;
-  capabilities?: unknown;
-}
-
-export interface DownstreamSession {
-  id: string;
-  client?: string | null;
-  client_version?: string | null;
-  protocol_version?: string | null;
-  created_ms?: number;
-  last_seen_ms?: number | null;
-  bindings: UpstreamBinding[];
-}
-
-export interface Caller {
-  id: string;
-  client?: string | null;
-  client_version?: string | null;
-  protocol_version?: string | null;
-  last_seen_ms?: number | null;
-  calls?: number;
-  bindings?: UpstreamBinding[];
-}
-
-export interface Sessions {
-  sessions: DownstreamSession[];
-  callers: Caller[];
-  scheduling: unknown | null;
-}
 
 export interface BlobRef {
   sha256: string;

@@ -6,3 +6,4 @@
 export type * from '../generated/events';
 export type * from '../generated/admin';
 export type * from './provisional';
+export type { UpstreamBinding, SessionView, CallerView, SessionsView as Sessions } from '../generated/sessions';

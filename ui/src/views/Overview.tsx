@@ -58,8 +58,8 @@ export function Overview() {
       </div>
       <div className="scroll pad col" style={{ gap: 12 }}>
         <div className="cards">
-          <div className="card" data-testid="card-ready"><div className="k">Ready</div><div className="v ok">{count('ready')}</div></div>
-          <div className="card"><div className="k">Degraded</div><div className="v warn">{count('degraded')}</div></div>
+          <div className="card" data-testid="card-ready"><div className="k">Ready</div><div className={`v ${count('ready') ? 'ok' : 'muted'}`}>{count('ready')}</div></div>
+          <div className="card"><div className="k">Degraded</div><div className={`v ${count('degraded') ? 'warn' : 'muted'}`}>{count('degraded')}</div></div>
           <div className={`card ${count('unavailable') ? 'red' : ''}`} data-testid="card-unavailable"><div className="k">Unavailable</div><div className="v">{count('unavailable')}</div></div>
           <div className="card"><div className="k">Pending</div><div className="v muted">{count('pending')}</div></div>
           <div className="card" data-testid="card-rate"><div className="k">Calls/s (10 s)</div><div className="v">{num(live.perS, 1)}</div></div>
@@ -83,7 +83,7 @@ export function Overview() {
                   <tr key={v.name} data-testid={`ov-server-${v.name}`}>
                     <td className="mono">{v.name}</td>
                     <td><span className={`pill st-${v.state}`}>{v.state}</span></td>
-                    <td className="muted ellipsis" style={{ maxWidth: 280 }} title={v.reason}>{v.reason}</td>
+                    <td className="muted ellipsis" style={{ maxWidth: 170 }} title={v.reason}>{v.reason}</td>
                     <td className="num">{v.tools.length}{v.quarantined.length ? <span className="bad"> +{v.quarantined.length}q</span> : null}</td>
                   </tr>
                 ))}
@@ -118,7 +118,7 @@ export function Overview() {
                   <tr key={i}>
                     <td className="muted nowrap">{ago(f.at, now * 1000)}</td>
                     <td className="mono nowrap">{f.what}</td>
-                    <td className="bad">{f.detail}</td>
+                    <td className="bad" style={{ wordBreak: "break-word" }}>{f.detail.length > 160 ? f.detail.slice(0, 159) + "…" : f.detail}</td>
                   </tr>
                 ))}
               </tbody>

@@ -19,13 +19,17 @@ function Bindings({ bs }: { bs: UpstreamBinding[] | undefined }) {
           <span className="mono">{b.server}</span>
           <span className="faint">→</span>
           <span className="tag mono">{b.upstream_session ?? 'stateless'}</span>
-          {b.capabilities !== undefined && b.capabilities !== null && (
-            <span className="faint mono ellipsis" style={{ maxWidth: 260 }}>{Object.keys(b.capabilities as object).join(', ')}</span>
-          )}
+          <span className="faint">{b.upstream_transport} · {b.calls} calls</span>
+          {b.capabilities.length > 0 && <span className="faint mono ellipsis" style={{ maxWidth: 220 }}>{b.capabilities.join(', ')}</span>}
         </div>
       ))}
     </div>
   );
+}
+
+function clientOf(info: unknown): string {
+  const i = info as { name?: string; version?: string } | null;
+  return i?.name ? `${i.name}${i.version ? ' ' + i.version : ''}` : '—';
 }
 
 export function SessionsView() {
@@ -60,8 +64,9 @@ export function SessionsView() {
         {err && <div className="errline">{err}</div>}
         {!data?.scheduling && (
           <div className="notice" data-testid="scheduler-notice">
-            Routing decisions (candidates, load scores, affinity keys, windows and success rates) arrive with the scheduler; this router
-            does not make them yet. Shown here: the downstream sessions and callers the gateway holds and the upstream sessions each is bound to.
+            {data?.scheduling_note ||
+              'Routing decisions (candidates, load scores, affinity keys, windows and success rates) arrive with the scheduler; this router does not make them yet.'}{' '}
+            Shown here: the downstream sessions and callers the gateway holds and the upstream sessions each is bound to.
           </div>
         )}
         <section className="section">
@@ -71,10 +76,10 @@ export function SessionsView() {
             <tbody>
               {sessions.length === 0 && <tr><td colSpan={6} className="empty">No 2025-11-25 sessions open.</td></tr>}
               {sessions.map((s, i) => (
-                <tr key={s.id} className={`click ${sel === i ? 'sel' : ''}`} onClick={() => setSel(i)}>
-                  <td className="mono">{s.id}</td>
-                  <td>{s.client ?? '—'}{s.client_version ? <span className="faint"> {s.client_version}</span> : null}</td>
-                  <td className="mono">{s.protocol_version ?? '—'}</td>
+                <tr key={s.tag} className={`click ${sel === i ? 'sel' : ''}`} onClick={() => setSel(i)}>
+                  <td className="mono">{s.tag}{s.ended ? <span className="faint"> (ended)</span> : null}</td>
+                  <td>{clientOf(s.client_info)} <span className="faint">{s.transport} · {s.requests} req</span></td>
+                  <td className="mono">{s.protocol_version}</td>
                   <td className="muted nowrap">{ago(s.created_ms)}</td>
                   <td className="muted nowrap">{ago(s.last_seen_ms)}</td>
                   <td><Bindings bs={s.bindings} /></td>
@@ -90,11 +95,11 @@ export function SessionsView() {
             <tbody>
               {callers.length === 0 && <tr><td colSpan={6} className="empty">No 2026-07-28 callers seen.</td></tr>}
               {callers.map((c, i) => (
-                <tr key={c.id} className={`click ${sel === sessions.length + i ? 'sel' : ''}`} onClick={() => setSel(sessions.length + i)}>
-                  <td className="mono">{c.id}</td>
-                  <td>{c.client ?? '—'}{c.client_version ? <span className="faint"> {c.client_version}</span> : null}</td>
+                <tr key={c.key} className={`click ${sel === sessions.length + i ? 'sel' : ''}`} onClick={() => setSel(sessions.length + i)}>
+                  <td className="mono">{c.key}</td>
+                  <td>{c.name ?? '—'}{c.version ? <span className="faint"> {c.version}</span> : null} <span className="faint">{c.transport}</span></td>
                   <td className="mono">{c.protocol_version ?? '—'}</td>
-                  <td className="num">{c.calls ?? '—'}</td>
+                  <td className="num">{c.requests}</td>
                   <td className="muted nowrap">{ago(c.last_seen_ms)}</td>
                   <td><Bindings bs={c.bindings} /></td>
                 </tr>
