@@ -450,7 +450,7 @@ frames: Array<FrameEvent>,
  */
 runs: Array<JsonValue>, 
 /**
- * Downstream sessions and callers (`GET /api/sessions`); `null` until the app provides them.
+ * Downstream sessions and callers (`GET /api/sessions`); `null` when the app gave no source.
  */
 sessions: JsonValue | null, 
 /**
