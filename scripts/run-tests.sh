@@ -24,6 +24,10 @@ step "ui: unit tests (vitest)"
 (cd ui && PATH="$UI_PATH" npm run --silent test)
 step "ui: build (vite) -> ui/dist, embedded by the binary"
 (cd ui && PATH="$UI_PATH" npm run --silent build)
+step "layout: no module circles, no source file over 600 lines"
+python3 "$ROOT/scripts/module-cycles.py" >/dev/null || python3 "$ROOT/scripts/module-cycles.py"
+long=$(find "$ROOT/crates" -name '*.rs' -exec awk 'END { if (NR > 600) print FILENAME ": " NR " lines" }' {} \;)
+if [ -n "$long" ]; then echo "source files over 600 lines (split them by concern):"; echo "$long"; exit 1; fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy"

@@ -13,7 +13,8 @@
 //! Each target is measured twice: with one client (latency: what the router adds to p50 and
 //! p99) and with [`BenchConfig::concurrency`] clients (throughput ratio, and CPU per call:
 //! the router's threads, and the whole process in the direct and the routed run measured the
-//! same way).
+//! same way). The router is then measured once more with one client while a control-panel
+//! event viewer is connected and never reads ([`Report::stalled_viewer`]).
 
 pub mod cpu;
 mod load;
@@ -174,6 +175,10 @@ pub struct Report {
     pub throughput: Comparison,
     /// CPU per call during the throughput phases.
     pub cpu: CpuPerCall,
+    /// One client through the router again, while an event viewer (`/api/events`, the
+    /// control panel's stream) is connected and never reads: what a stalled viewer does to
+    /// `/mcp` latency. Compare with `latency.router`, measured in the same run without one.
+    pub stalled_viewer: PhaseStats,
     /// True when the `max_duration` guard cut a phase short.
     pub truncated: bool,
 }
@@ -210,6 +215,14 @@ impl Report {
             self.throughput.throughput_ratio,
         ));
         s.push_str(&format!(
+            "1 client with a stalled event viewer: p50 {:.1} µs, p99 {:.1} µs (without one: {:.1} µs, {:.1} µs); ratio of p50 {:.2}\n",
+            self.stalled_viewer.p50_us,
+            self.stalled_viewer.p99_us,
+            self.latency.router.p50_us,
+            self.latency.router.p99_us,
+            if self.latency.router.p50_us > 0.0 { self.stalled_viewer.p50_us / self.latency.router.p50_us } else { 0.0 },
+        ));
+        s.push_str(&format!(
             "CPU per call at {} clients: router threads {} (of which trace store {}); whole process direct {}, routed {}; upstream direct {}, routed {}\n",
             self.throughput.clients,
             us(self.cpu.router_us),
@@ -239,6 +252,23 @@ fn fixture_bin(cfg: &BenchConfig) -> anyhow::Result<String> {
         );
     }
     Ok(path.to_string_lossy().into_owned())
+}
+
+/// Opens the control panel's event stream on the router at `addr` the way a browser does
+/// (the token as a subprotocol) and hands the socket back unread.
+async fn stalled_viewer(
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> anyhow::Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = format!("ws://{addr}/api/events").into_client_request().context("the viewer's URL")?;
+    let protocols = format!("switchboard.events, bearer.{token}");
+    req.headers_mut()
+        .insert("sec-websocket-protocol", protocols.parse().context("the viewer's subprotocols")?);
+    let (ws, _) = tokio_tungstenite::connect_async(req).await.context("opening the event viewer")?;
+    Ok(ws)
 }
 
 /// A fresh bearer token for the router (32 random bytes, hex).
@@ -369,6 +399,12 @@ async fn measure(
     let many = Shape { requests: cfg.requests, concurrency: cfg.concurrency, warmup: cfg.warmup };
     let (d1, t1, _) = load::phase(one, &direct, deadline).await?;
     let (r1, t2, _) = load::phase(one, &router, deadline).await?;
+    // A viewer that connects and then never reads: the router's writes to it back up in the
+    // socket, the bus overwrites what it has not taken, and `/mcp` must not notice but for
+    // the frames the bus now builds (somebody is listening).
+    let viewer = stalled_viewer(addr, app.admin_token().secret()).await?;
+    let (rv, t5, _) = load::phase(one, &router, deadline).await?;
+    drop(viewer);
     let (dn, t3, cpu_direct) = load::phase(many, &direct, deadline).await?;
     let (rn, t4, cpu_routed) = load::phase(many, &router, deadline).await?;
     on_runtime(router_rt, move || app.shutdown(Duration::from_secs(5))).await?;
@@ -389,7 +425,8 @@ async fn measure(
         latency: Comparison::new(1, d1, r1),
         throughput: Comparison::new(cfg.concurrency, dn, rn),
         cpu,
-        truncated: t1 || t2 || t3 || t4,
+        stalled_viewer: rv,
+        truncated: t1 || t2 || t3 || t4 || t5,
     })
 }
 

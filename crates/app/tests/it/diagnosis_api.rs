@@ -229,9 +229,13 @@ async fn bad_requests_are_refused_with_a_sentence() {
 /// bound and the cancellation are met before any node runs, every time.
 #[tokio::test]
 async fn runs_beyond_the_bound_are_refused_and_a_cancelled_run_ends_cancelled() {
-    use switchboard_app::diagnosis::{DiagnosisError, RunRequest, routes::status_of};
-    let env = Harness::new().builtin_servers().start().await;
-    let diagnosis = Diagnosis::new(env.app(), DiagnosisConfig { max_running: 1 });
+    use switchboard_app::diagnosis::{DiagnosisConfig, DiagnosisError, RunRequest, routes::status_of};
+    let env = Harness::new()
+        .builtin_servers()
+        .options(|o| o.diagnosis = Some(DiagnosisConfig { max_running: 1 }))
+        .start()
+        .await;
+    let diagnosis = env.app().diagnosis().clone();
     let sha =
         diagnosis.blobs().put_reader(&std::fs::read(data("wm01_200_deg_neutral.jpg")).unwrap()[..]).await;
     let request = RunRequest { image: format!("blob:{}", sha.unwrap().sha256), ..RunRequest::default() };
