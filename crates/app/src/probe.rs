@@ -70,7 +70,15 @@ pub async fn probe(target: Target, timeout: Duration) -> Result<Report, String> 
             let mut cfg = StdioConfig::new(cmd.clone(), args.to_vec());
             cfg.restart = RestartPolicy { crash_loop_limit: 1, ..RestartPolicy::default() };
             let up = StdioUpstream::spawn(cfg, frames.tap("upstream", "probe", "stdio"), cancel.clone());
-            up.wait_started(timeout).await.map_err(|e| e.to_string())?;
+            // A command that dies at once may have given up before it counted as started: the
+            // operator running `probe` still wants its last stderr line.
+            if let Err(e) = up.wait_started(timeout).await {
+                let status = up.status();
+                return Err(match status.stderr_tail.last() {
+                    Some(line) => format!("{e} (stderr: {line})"),
+                    None => e.to_string(),
+                });
+            }
             up
         }
     };
