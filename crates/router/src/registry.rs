@@ -209,6 +209,7 @@ impl Registry {
             era: RwLock::new(era_hint),
             cancel: self.inner.cancel.child_token(),
             refresh_now: Notify::new(),
+            probe_now: Notify::new(),
             listing: tokio::sync::Mutex::new(()),
             listed: Mutex::new(Listed::default()),
             sessions: Mutex::new(HashMap::new()),

@@ -171,7 +171,10 @@ pub(crate) async fn probe(client: &McpClient, timeout: Duration) -> Result<Durat
     let started = Instant::now();
     let m = if client.era() == Era::Modern { method::SERVER_DISCOVER } else { method::PING };
     match tokio::time::timeout(timeout, client.request(m, json!({}))).await {
-        Err(_) => Err(ProbeFailure { reason: format!("no answer within {} ms", timeout.as_millis()), decisive: false }),
+        Err(_) => Err(ProbeFailure {
+            reason: format!("no answer within {} ms", timeout.as_millis()),
+            decisive: false,
+        }),
         Ok(Ok(_)) => Ok(started.elapsed()),
         // A server that answers with an error is alive.
         Ok(Err(ClientError::Rpc { .. })) => Ok(started.elapsed()),

@@ -16,8 +16,8 @@ use tokio::sync::broadcast;
 
 use super::Inner;
 use super::entry::{ServerEntry, ServerState, read, write};
-use super::health::{Breaker, Verdict, probe, unavailable_reason};
 use super::handshake::{failure_record, open_logging, success_record};
+use super::health::{Breaker, Verdict, probe, unavailable_reason};
 use super::listing::{ready_reason, refresh};
 use crate::config::{MIN_REFRESH, TransportSpec};
 use crate::events::{Event, now_ms};
@@ -259,7 +259,7 @@ async fn connect_and_watch(
             _ = entry.cancel.cancelled() => return Next::Stop,
             _ = tokio::time::sleep(period) => trigger = Some("timer"),
             _ = entry.refresh_now.notified() => trigger = Some("manual"),
-            _ = tokio::time::sleep_until(next_probe) => {
+            _ = async { tokio::select! { _ = tokio::time::sleep_until(next_probe) => {}, _ = entry.probe_now.notified() => {} } } => {
                 let timeout = inner.config.probe_timeout;
                 let outcome = probe(&client, timeout).await;
                 let now = tokio::time::Instant::now();
