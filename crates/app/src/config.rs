@@ -45,6 +45,15 @@ pub struct RouterToml {
     /// Seconds a call waits for a connection of its own when all are busy.
     #[serde(default)]
     pub call_connection_wait_secs: Option<u64>,
+    /// Seconds between health probes of every connected server (fractions allowed).
+    #[serde(default)]
+    pub probe_interval_secs: Option<f64>,
+    /// Milliseconds one health probe may take.
+    #[serde(default)]
+    pub probe_timeout_ms: Option<u64>,
+    /// Failed probes in a row that make a server `unavailable`.
+    #[serde(default)]
+    pub failure_threshold: Option<u32>,
 }
 
 fn default_refresh() -> u64 {
@@ -68,6 +77,9 @@ impl Default for RouterToml {
             max_call_connections: None,
             call_connection_idle_secs: None,
             call_connection_wait_secs: None,
+            probe_interval_secs: None,
+            probe_timeout_ms: None,
+            failure_threshold: None,
         }
     }
 }
@@ -387,7 +399,27 @@ pub fn parse(
         Some(s) => Duration::from_secs_f64(s),
         None => defaults.stats_interval,
     };
+    let probe_interval = match r.probe_interval_secs {
+        Some(s) if !(0.05..=3600.0).contains(&s) => {
+            anyhow::bail!("{source}: [router].probe_interval_secs must be between 0.05 and 3600 (it is {s})")
+        }
+        Some(s) => Duration::from_secs_f64(s),
+        None => defaults.probe_interval,
+    };
+    let probe_timeout = match r.probe_timeout_ms {
+        Some(ms) if !(10..=600_000).contains(&ms) => {
+            anyhow::bail!("{source}: [router].probe_timeout_ms must be between 10 and 600000 (it is {ms})")
+        }
+        Some(ms) => Duration::from_millis(ms),
+        None => defaults.probe_timeout,
+    };
+    if r.failure_threshold == Some(0) {
+        anyhow::bail!("{source}: [router].failure_threshold must be at least 1");
+    }
     let registry = RegistryConfig {
+        probe_interval,
+        probe_timeout,
+        failure_threshold: r.failure_threshold.unwrap_or(defaults.failure_threshold),
         refresh_interval: Duration::from_secs(r.refresh_interval_secs).max(config::MIN_REFRESH),
         handshake_timeout: Duration::from_secs(r.handshake_timeout_secs.max(1)),
         request_timeout: Duration::from_secs(r.request_timeout_secs.max(1)),

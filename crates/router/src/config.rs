@@ -58,6 +58,13 @@ pub struct RegistryConfig {
     pub call_connection_idle: Duration,
     /// How long a call waits for a connection of its own when all are busy, before failing.
     pub call_connection_wait: Duration,
+    /// Period of the active health probes of every connected server.
+    pub probe_interval: Duration,
+    /// Limit of one health probe.
+    pub probe_timeout: Duration,
+    /// Failed probes in a row that make a server `unavailable` (a refused connection is
+    /// decisive on its own).
+    pub failure_threshold: u32,
 }
 
 impl Default for RegistryConfig {
@@ -72,6 +79,9 @@ impl Default for RegistryConfig {
             max_call_connections: DEFAULT_MAX_CALL_CONNECTIONS,
             call_connection_idle: DEFAULT_CALL_CONNECTION_IDLE,
             call_connection_wait: DEFAULT_CALL_CONNECTION_WAIT,
+            probe_interval: Duration::from_secs(5),
+            probe_timeout: Duration::from_millis(2000),
+            failure_threshold: 3,
         }
     }
 }

@@ -18,12 +18,13 @@
 //!
 //! The parts: `entry` (one server and its state changes), `view` (what the CLI and the UI
 //! see of it), `supervise` (connect, watch, reconnect), `listing` (catalogs and their
-//! events), `handshake` (the records of every attempt), `negotiation` (an event per step of
+//! events), `handshake` (the records of every attempt), `health` (probes and the circuit breaker), `negotiation` (an event per step of
 //! each) and `sessions` (which connection a
 //! caller's request goes through).
 
 mod entry;
 mod handshake;
+mod health;
 mod listing;
 mod negotiation;
 mod sessions;
@@ -208,6 +209,7 @@ impl Registry {
             era: RwLock::new(era_hint),
             cancel: self.inner.cancel.child_token(),
             refresh_now: Notify::new(),
+            probe_now: Notify::new(),
             listing: tokio::sync::Mutex::new(()),
             listed: Mutex::new(Listed::default()),
             sessions: Mutex::new(HashMap::new()),

@@ -200,6 +200,8 @@ impl Handler {
             }
         } else if let Err(e) = call.start(None).await {
             if !call.session_expired() {
+                // Passive health: the router probes the server now (see `Registry::call_failed`).
+                self.registry.call_failed(server);
                 return Reply::error(StatusCode::OK, Some(id), e);
             }
             // The server ended the upstream session kept for this caller's capabilities (an

@@ -67,6 +67,8 @@ pub struct ServerEntry {
     pub(super) era: RwLock<Option<Era>>,
     pub(super) cancel: CancellationToken,
     pub(super) refresh_now: Notify,
+    /// Asks the supervisor for a health probe now (a forwarded call failed).
+    pub(super) probe_now: Notify,
     /// Serialises listings (periodic, `list_changed`, manual, on demand): one in flight.
     pub(super) listing: tokio::sync::Mutex<()>,
     /// The outcome of the last completed listing.

@@ -64,6 +64,19 @@ impl Registry {
         }
     }
 
+    /// A forwarded call to `id_or_name` failed at the transport level (refused, reset, timed
+    /// out): the server is probed now instead of at its next probe interval, and enough such
+    /// failures make it `unavailable` (see the registry's `health` module).
+    pub fn call_failed(&self, id_or_name: &str) -> bool {
+        match self.entry(id_or_name) {
+            Some(e) => {
+                e.probe_now.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Asks a server to relist its catalog now.
     pub fn refresh(&self, id_or_name: &str) -> bool {
         match self.entry(id_or_name) {

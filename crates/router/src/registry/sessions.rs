@@ -12,7 +12,7 @@ use switchboard_transport::{McpClient, Tap, Upstream};
 use switchboard_wire::Era;
 
 use super::Registry;
-use super::entry::{ServerEntry, SessionSlot};
+use super::entry::{ServerEntry, ServerState, SessionSlot};
 use super::handshake::open_logging;
 use crate::Error;
 #[cfg(doc)]
@@ -87,6 +87,14 @@ impl Registry {
             let (state, reason) = entry.state();
             Error::NotConnected { server: entry.spec.name.clone(), state: state.as_str(), reason }
         })?;
+        // An open circuit breaker (see the `health` module): nothing is routed to it.
+        if let (state @ ServerState::Unavailable, reason) = entry.state() {
+            return Err(Error::NotConnected {
+                server: entry.spec.name.clone(),
+                state: state.as_str(),
+                reason,
+            });
+        }
         let streamed = matches!(entry.spec.transport, TransportSpec::Stdio { .. } | TransportSpec::Ws { .. });
         if !streamed || shared.era() != Era::Legacy {
             return Ok(self.client_for(name, caps).await.unwrap_or(shared));

@@ -17,6 +17,7 @@ use tokio::sync::broadcast;
 use super::Inner;
 use super::entry::{ServerEntry, ServerState, read, write};
 use super::handshake::{failure_record, open_logging, success_record};
+use super::health::{Breaker, Verdict, probe, unavailable_reason};
 use super::listing::{ready_reason, refresh};
 use crate::config::{MIN_REFRESH, TransportSpec};
 use crate::events::{Event, now_ms};
@@ -248,6 +249,8 @@ async fn connect_and_watch(
         }
     }
     let mut listen = open_listen(&client).await;
+    let mut breaker = Breaker::new(inner.config.failure_threshold, inner.config.probe_interval);
+    let mut next_probe = tokio::time::Instant::now() + inner.config.probe_interval;
     loop {
         // `ttlMs` is how long a list may be cached, not a polling period (see the module docs).
         let period = entry.spec.refresh_interval.unwrap_or(inner.config.refresh_interval).max(MIN_REFRESH);
@@ -256,6 +259,35 @@ async fn connect_and_watch(
             _ = entry.cancel.cancelled() => return Next::Stop,
             _ = tokio::time::sleep(period) => trigger = Some("timer"),
             _ = entry.refresh_now.notified() => trigger = Some("manual"),
+            _ = async { tokio::select! { _ = tokio::time::sleep_until(next_probe) => {}, _ = entry.probe_now.notified() => {} } } => {
+                let timeout = inner.config.probe_timeout;
+                let outcome = probe(&client, timeout).await;
+                let now = tokio::time::Instant::now();
+                match outcome {
+                    Ok(took) => {
+                        next_probe = now + inner.config.probe_interval;
+                        if let Verdict::Healthy { recovered: true } = breaker.success() {
+                            trigger = Some("recovered");
+                        } else if took > timeout / 2 {
+                            inner.set_state(entry, ServerState::Degraded, format!("server {} is slow: a probe took {} ms", entry.spec.name, took.as_millis())).await;
+                        } else if entry.state().0 == ServerState::Degraded {
+                            trigger = Some("recovered");
+                        }
+                    }
+                    Err(f) => match breaker.failure(now, now_ms(), f.decisive) {
+                        Verdict::Opened => {
+                            next_probe = now + breaker.backoff();
+                            let reason = unavailable_reason(&entry.spec.name, &f.reason, &breaker);
+                            inner.set_state(entry, ServerState::Unavailable, reason).await;
+                        }
+                        _ => {
+                            next_probe = now + inner.config.probe_interval;
+                            let reason = format!("server {} is failing: {} ({} probes failed)", entry.spec.name, f.reason, breaker.failures());
+                            inner.set_state(entry, ServerState::Degraded, reason).await;
+                        }
+                    },
+                }
+            }
             m = incoming.recv() => match m {
                 Ok(msg) => {
                     if unsolicited::answer(&up, &msg).await {

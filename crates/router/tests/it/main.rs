@@ -6,6 +6,7 @@
 mod common;
 mod concurrency;
 mod events;
+mod health;
 mod lifecycle;
 mod peers;
 mod questions;

@@ -72,7 +72,12 @@ impl BuiltinConnector for CountingServer {
 #[tokio::test(start_paused = true)]
 async fn ttl_zero_is_not_a_polling_period_and_on_demand_refreshes_coalesce() {
     let period = Duration::from_secs(60);
-    let config = RegistryConfig { refresh_interval: period, ..RegistryConfig::default() };
+    // Health probes are out of this count (a probe failure would re-list on recovery).
+    let config = RegistryConfig {
+        refresh_interval: period,
+        probe_interval: Duration::from_secs(3600),
+        ..RegistryConfig::default()
+    };
     let registry = Registry::new(config, None, EventBus::new(1000), CancellationToken::new());
     let lists = Arc::new(AtomicUsize::new(0));
     registry.set_builtins(Arc::new(CountingServer { lists: lists.clone() }));
