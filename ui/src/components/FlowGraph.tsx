@@ -2,7 +2,8 @@
 import { useMemo } from 'react';
 import { ReactFlow, Background, Handle, Position, type Edge, type Node, type NodeProps } from '@xyflow/react';
 import dagre from '@dagrejs/dagre';
-import type { FlowGraph as Graph, NodeStatus } from '../api/types';
+import type { FlowGraph as Graph } from '../api/types';
+import type { NodeStatus } from '../lib/thermal';
 import { duration } from '../lib/format';
 
 export interface NodeView {
