@@ -1,23 +1,68 @@
 /**
- * Frame stress: SDK clients call a tool through the router as fast as they can for
- * STRESS_SECONDS (default 10) while the Frames view is open. The page must stay responsive
- * (the longest main-thread stall, measured in the page, is reported), and the frames it
- * shows for those calls must be exactly what the router sent — or the drops are reported
- * (the router's `lagged` counts, the page's own ring evictions).
+ * Frame stress: for STRESS_SECONDS (default 10) SDK clients make `slow` calls through the
+ * router's `/mcp` with a progressToken — the fixture sends one `notifications/progress` per
+ * step, so every step is a frame on both legs (upstream in, downstream out) — plus ordinary
+ * `echo` calls, while the Frames view is open.
+ *
+ * What the router offered is counted from the router's side: a second `/api/events` viewer
+ * (in this Node process, `kinds=frame`) counts every frame event the bus delivered, plus what
+ * it was told it lost (`lagged`). The page must show exactly that many frames, or report the
+ * difference as `lagged` drops: shown + reported drops == sent, no silent loss. It must answer
+ * a click (select a row, see its detail) while the storm runs. The longest main-thread stall
+ * (long-task observer and a requestAnimationFrame gap monitor) is reported, not asserted: it
+ * measures the machine as much as the page.
+ *
+ * Results: console and ui/e2e/results/frames-stress.json (git-ignored).
  */
-import { test, expect } from '@playwright/test';
-import { writeFileSync } from 'node:fs';
+import { test, expect, type Page } from '@playwright/test';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readStack, SHOTS, UI_DIR } from './stack';
 import { sdkClient } from './mcp';
 
 const stack = readStack();
 const SECONDS = Number(process.env.STRESS_SECONDS ?? 10);
-const CLIENTS = Number(process.env.STRESS_CLIENTS ?? 8);
-const IN_FLIGHT = Number(process.env.STRESS_IN_FLIGHT ?? 8);
+/** Concurrent `slow` calls, each 1 000 progress notifications per second asked for. */
+const SLOW_CALLS = Number(process.env.STRESS_SLOW_CALLS ?? 8);
+/** Clients making ordinary `echo` calls meanwhile. */
+const ECHO_CLIENTS = Number(process.env.STRESS_ECHO_CLIENTS ?? 2);
+/** A click must be answered within this (generous: a debug build on a busy 2-core box). */
+const CLICK_BOUND_MS = Number(process.env.STRESS_CLICK_BOUND_MS ?? 5_000);
 
-test('frames: the page keeps up with the router under load and counts every frame', async ({ page }) => {
-  test.setTimeout(SECONDS * 1000 + 120_000);
+/** Counts frame events from the router's bus through its own `/api/events` viewer. */
+function routerCounter() {
+  const url = new URL('/api/events?kinds=frame', stack.origin.replace(/^http/, 'ws'));
+  const ws = new WebSocket(url, ['switchboard.events', `bearer.${stack.token}`]);
+  const c = { frames: 0, lost: 0, snapshot: false, close: () => ws.close() };
+  ws.onmessage = (m) => {
+    const msg = JSON.parse(String(m.data)) as { type: string; events?: { type: string }[]; lost?: number };
+    if (msg.type === 'snapshot') c.snapshot = true;
+    else if (msg.type === 'events') {
+      for (const e of msg.events ?? []) if (e.type === 'frame') c.frames += 1;
+    } else if (msg.type === 'lagged') c.lost += msg.lost ?? 0;
+  };
+  return c;
+}
+
+/** What the page says: frames received (shown + evicted from its ring), shown, lagged. */
+async function pageCounts(page: Page) {
+  return page.evaluate(() => {
+    const n = (s: string | undefined) => Number((s ?? '0').replace(/[^0-9]/g, '') || 0);
+    const counts = document.querySelector('[data-testid="frame-counts"]')?.textContent ?? '';
+    const lagged = document.querySelector('[data-testid="lagged"]')?.textContent ?? '';
+    return {
+      counts,
+      shown: n(/([\d,]+) shown/.exec(counts)?.[1]),
+      received: n(/([\d,]+) received/.exec(counts)?.[1]),
+      lagged,
+      lost: n(/([\d,]+)/.exec(lagged)?.[1]),
+      stall: (window as unknown as { __stall: { longest: number; longTasks: number } }).__stall,
+    };
+  });
+}
+
+test('frames: ≥ 5 000 frames/s through the router; the page counts every frame or reports the drops, and stays responsive', async ({ page }) => {
+  test.setTimeout(SECONDS * 1000 + 180_000);
   await page.addInitScript(() => {
     const w = window as unknown as { __stall: { longest: number; longTasks: number } };
     w.__stall = { longest: 0, longTasks: 0 };
@@ -43,77 +88,101 @@ test('frames: the page keeps up with the router under load and counts every fram
   await page.goto(stack.panel);
   await expect(page.getByTestId('conn')).toHaveText(/live/);
   await page.locator('nav [data-view="frames"]').click();
-  const marker = `stress-${Date.now()}`;
-  await page.getByTestId('frame-filter').fill(`"${marker}"`);
+  await expect(page.getByTestId('frame-counts')).toBeVisible();
+
+  const counter = routerCounter();
+  await expect.poll(() => counter.snapshot).toBe(true);
+  const slowClients = await Promise.all(Array.from({ length: SLOW_CALLS }, (_, i) => sdkClient(stack.mcp, 'auto', `stress-slow-${i}`)));
+  const echoClients = await Promise.all(Array.from({ length: ECHO_CLIENTS }, (_, i) => sdkClient(stack.mcp, 'auto', `stress-echo-${i}`)));
+  // Quiet now (the clients' handshakes are through): both sides start counting here.
+  await page.waitForTimeout(1_000);
+  const before = await pageCounts(page);
+  const routerBefore = { frames: counter.frames, lost: counter.lost };
   await page.evaluate(() => ((window as unknown as { __stall: { longest: number } }).__stall.longest = 0));
 
-  const clients = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => sdkClient(stack.mcp, 'auto', `stress-${i}`)));
-  const until = Date.now() + SECONDS * 1000;
-  let calls = 0;
-  let failed = 0;
   const t0 = Date.now();
-  await Promise.all(
-    clients.flatMap((c) =>
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (Date.now() < until) {
-          try {
-            await c.callTool({ name: 'fixture__echo', arguments: { text: marker } });
-            calls += 1;
-          } catch {
-            failed += 1;
-          }
-        }
-      }),
-    ),
+  const until = t0 + SECONDS * 1000;
+  let progress = 0;
+  let echoes = 0;
+  let failed = 0;
+  const slow = slowClients.map((c) =>
+    c
+      .callTool(
+        { name: 'fixture__slow', arguments: { ms: SECONDS * 1000, steps: Math.min(10_000, SECONDS * 1000) } },
+        { onprogress: () => (progress += 1), timeout: SECONDS * 1000 + 60_000, resetTimeoutOnProgress: true },
+      )
+      .catch(() => (failed += 1)),
   );
-  const secs = (Date.now() - t0) / 1000;
-  await Promise.all(clients.map((c) => c.close()));
-  const expected = calls * 4; // request and response on each leg
-
-  // Let the last batches arrive, then read what the page shows.
-  const read = async () =>
-    page.evaluate(() => {
-      const el = document.querySelector('[data-testid="frames-downstream"]');
-      const up = document.querySelector('[data-testid="frames-upstream"]');
-      const lagged = document.querySelector('[data-testid="lagged"]')?.textContent ?? '';
-      return {
-        shown: Number(el?.getAttribute('data-count') ?? 0) + Number(up?.getAttribute('data-count') ?? 0),
-        lagged,
-        counts: document.querySelector('[data-testid="frame-counts"]')?.textContent ?? '',
-        stall: (window as unknown as { __stall: { longest: number; longTasks: number } }).__stall,
-      };
-    });
-  let r = await read();
-  for (let i = 0; i < 20 && r.shown < expected && !r.lagged; i++) {
-    await page.waitForTimeout(500);
-    r = await read();
-  }
-  // Responsive: a click selects a row and the detail pane shows it.
+  const echo = echoClients.flatMap((c) =>
+    Array.from({ length: 4 }, async () => {
+      while (Date.now() < until) {
+        try {
+          await c.callTool({ name: 'fixture__echo', arguments: { text: 'stress' } });
+          echoes += 1;
+        } catch {
+          failed += 1;
+        }
+      }
+    }),
+  );
+  // Responsive while the storm runs: a click selects a row and the detail pane shows it.
+  await page.waitForTimeout(Math.min(3_000, (SECONDS * 1000) / 2));
   const t1 = Date.now();
-  await page.getByTestId('frames-downstream').locator('.frow').first().click();
-  await expect(page.getByTestId('frame-detail')).toContainText('correlation');
+  await page.getByTestId('frames-downstream').locator('.frow').first().click({ timeout: CLICK_BOUND_MS });
+  await expect(page.getByTestId('frame-detail')).toContainText('correlation', { timeout: CLICK_BOUND_MS });
   const clickMs = Date.now() - t1;
+  await page.screenshot({ path: path.join(SHOTS, 'frames-stress.png') });
 
+  await Promise.all([...slow, ...echo]);
+  const secs = (Date.now() - t0) / 1000;
+  await Promise.all([...slowClients, ...echoClients].map((c) => c.close()));
+
+  // Let the last batches arrive: until the router's count and the page's stop moving.
+  let after = await pageCounts(page);
+  let last = -1;
+  for (let i = 0; i < 60; i++) {
+    await page.waitForTimeout(500);
+    after = await pageCounts(page);
+    const sent = counter.frames - routerBefore.frames;
+    if (after.received - before.received + after.lost - before.lost >= sent && sent === last) break;
+    last = sent;
+  }
+  counter.close();
+
+  const sent = counter.frames - routerBefore.frames;
+  const routerLost = counter.lost - routerBefore.lost;
+  const received = after.received - before.received;
+  const lost = after.lost - before.lost;
   const result = {
     seconds: secs,
-    calls,
+    slow_calls: SLOW_CALLS,
+    progress_notifications: progress,
+    echo_calls: echoes,
     failed,
-    frames_expected: expected,
-    frames_per_second: Math.round(expected / secs),
-    frames_shown: r.shown,
-    lagged: r.lagged || null,
-    page_counts: r.counts,
-    longest_stall_ms: Math.round(r.stall.longest),
-    long_tasks: r.stall.longTasks,
+    frames_sent: sent,
+    frames_per_second: Math.round(sent / secs),
+    router_counter_lost: routerLost,
+    frames_received_by_page: received,
+    frames_shown: after.shown,
+    lagged_reported: lost,
+    page_counts: after.counts,
+    longest_stall_ms: Math.round(after.stall.longest),
+    long_tasks: after.stall.longTasks,
     click_to_detail_ms: clickMs,
   };
   console.log('frame stress:', JSON.stringify(result));
-  writeFileSync(path.join(UI_DIR, 'e2e', '.state', 'stress.json'), JSON.stringify(result, null, 2));
+  mkdirSync(path.join(UI_DIR, 'e2e', 'results'), { recursive: true });
+  writeFileSync(path.join(UI_DIR, 'e2e', 'results', 'frames-stress.json'), JSON.stringify(result, null, 2));
   test.info().annotations.push({ type: 'frame stress', description: JSON.stringify(result) });
-  await page.screenshot({ path: path.join(SHOTS, 'frames-stress.png') });
 
-  expect(calls).toBeGreaterThan(0);
-  // Every frame the router sent for these calls is shown, or the loss is reported to the operator.
-  if (!r.lagged) expect(r.shown).toBe(expected);
-  else expect(r.shown).toBeLessThanOrEqual(expected);
+  expect(failed).toBe(0);
+  expect(routerLost, 'the counting viewer itself fell behind: the sent count is a lower bound').toBe(0);
+  expect(sent / secs).toBeGreaterThanOrEqual(Number(process.env.STRESS_MIN_RATE ?? 5_000));
+  // No silent loss: every frame the router sent reached the page or is reported lost. `lagged`
+  // counts events of every kind, so with drops the page's figure is bounded, not exact.
+  if (lost === 0) expect(received).toBe(sent);
+  else {
+    expect(received).toBeLessThanOrEqual(sent);
+    expect(received + lost).toBeGreaterThanOrEqual(sent);
+  }
 });
