@@ -21,7 +21,7 @@ function FlowNodeBox({ data }: NodeProps<Node<FlowNodeData>>) {
       <Handle type="target" position={Position.Left} />
       <div className="t"><span>{data.id}</span><span className={`pill st-${v.status}`}>{v.status}</span></div>
       <div className="m">{data.tool}</div>
-      <div className="m">{v.duration_ms !== null ? duration(v.duration_ms) : '—'}{v.message ? ` · ${v.message.slice(0, 40)}` : ''}</div>
+      <div className="m clip" title={v.message ?? undefined}>{v.duration_ms !== null ? duration(v.duration_ms) : '—'}{v.message ? ` · ${v.message}` : ''}</div>
       <Handle type="source" position={Position.Right} />
     </div>
   );

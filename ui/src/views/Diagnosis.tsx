@@ -250,7 +250,7 @@ export function Diagnosis() {
               Drop a thermal image anywhere on this page<br />
               <span className="faint">FLIR radiometric JPEG, FFF, DJI R-JPEG, or a plain JPEG/PNG</span>
             </div>
-            {phase && <div className="muted" data-testid="phase">{phase}</div>}
+            {phase && !finished(detail) && <div className="muted" data-testid="phase">{phase}</div>}
             {error && <div className="errline" data-testid="run-error">{error}</div>}
             <section className="section">
               <h2>Run history</h2>
@@ -316,7 +316,7 @@ export function Diagnosis() {
                         {vision.hypothesis && <div className="muted">{vision.hypothesis}</div>}
                       </>
                     ) : (
-                      <span className="faint">{runId ? 'waiting for the vision node…' : '—'}</span>
+                      <span className="faint">{!runId ? '—' : finished(detail) ? `not graded: the run ${detail?.run.outcome ?? 'ended'}` : 'waiting for the vision node…'}</span>
                     )}
                   </div>
                 </section>
