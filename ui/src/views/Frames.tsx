@@ -138,8 +138,8 @@ export function Frames() {
                           <td className="mono muted">{clock(l.f.at_us / 1000)}</td>
                           <td className={`leg-${l.f.leg}`}>{l.f.leg}</td>
                           <td>{l.f.direction === 'out' ? '→' : '←'}</td>
-                          <td className="mono">{l.f.peer}</td>
-                          <td className="mono">{summary(l)}</td>
+                          <td className="mono ellipsis" style={{ maxWidth: 110 }} title={l.f.peer}>{l.f.peer}</td>
+                          <td className="mono ellipsis" style={{ maxWidth: 160 }} title={summary(l)}>{summary(l)}</td>
                         </tr>
                       ))}
                     </tbody></table>
