@@ -33,6 +33,13 @@ const CLICK_BOUND_MS = Number(process.env.STRESS_CLICK_BOUND_MS ?? 2_000);
  * can offer it is a property of the load generator (SDK clients, fixture, router on the same
  * cores), not of the page. The rate is always printed.
  */
+/**
+ * How long Playwright waits for each step. Its round trips run in this Node process, which is
+ * also the load generator (SDK clients parsing thousands of notifications a second) on the same
+ * cores: the wall clock of a step measures both sides. The bound is asserted on the page's own
+ * figure, from the click event's timestamp to the frame painted after its handlers.
+ */
+const ACTION_TIMEOUT_MS = Math.max(30_000, CLICK_BOUND_MS * 10);
 const MIN_RATE = process.env.STRESS_MIN_RATE ? Number(process.env.STRESS_MIN_RATE) : null;
 
 /** Counts frame events from the router's bus through its own `/api/events` viewer. */
@@ -63,6 +70,7 @@ async function pageCounts(page: Page) {
       lagged,
       lost: n(/([\d,]+)/.exec(lagged)?.[1]),
       stall: (window as unknown as { __stall: { longest: number; longTasks: number } }).__stall,
+      clicks: (window as unknown as { __clicks: { target: string; ms: number }[] }).__clicks,
     };
   });
 }
@@ -82,6 +90,20 @@ test('frames: ≥ 5 000 frames/s through the router; the page counts every frame
     } catch {
       // no long-task timing: the frame-gap monitor below still measures
     }
+    // Page-side click latency: from the click event's timestamp (when the page got the input) to
+    // the first frame after its handlers ran (what the operator waits for).
+    const c = window as unknown as { __clicks: { target: string; ms: number }[] };
+    c.__clicks = [];
+    document.addEventListener(
+      'click',
+      (e) => {
+        const t0 = e.timeStamp;
+        const el = e.target as HTMLElement | null;
+        const target = el?.closest('[data-seq]') ? 'row' : (el?.closest('[data-testid]')?.getAttribute('data-testid') ?? el?.tagName ?? '?');
+        requestAnimationFrame(() => setTimeout(() => c.__clicks.push({ target, ms: Math.round(performance.now() - t0) }), 0));
+      },
+      true,
+    );
     let last = performance.now();
     const tick = () => {
       const now = performance.now();
@@ -104,7 +126,18 @@ test('frames: ≥ 5 000 frames/s through the router; the page counts every frame
   await page.waitForTimeout(1_000);
   const before = await pageCounts(page);
   const routerBefore = { frames: counter.frames, lost: counter.lost };
-  await page.evaluate(() => ((window as unknown as { __stall: { longest: number } }).__stall.longest = 0));
+  await page.evaluate(() => {
+    (window as unknown as { __stall: { longest: number } }).__stall.longest = 0;
+    (window as unknown as { __clicks: unknown[] }).__clicks = [];
+  });
+  // How late this process's own timers run (the load generator and Playwright share it).
+  let nodeLag = 0;
+  let lagLast = Date.now();
+  const lagTimer = setInterval(() => {
+    const now = Date.now();
+    nodeLag = Math.max(nodeLag, now - lagLast - 50);
+    lagLast = now;
+  }, 50);
 
   const t0 = Date.now();
   const until = t0 + SECONDS * 1000;
@@ -142,15 +175,15 @@ test('frames: ≥ 5 000 frames/s through the router; the page counts every frame
     await cdp.send('Profiler.start');
   }
   const t1 = Date.now();
-  await page.getByTestId('pause').click({ timeout: CLICK_BOUND_MS });
-  await expect(page.getByTestId('pause')).toHaveText(/resume/, { timeout: CLICK_BOUND_MS });
+  await page.getByTestId('pause').click({ timeout: ACTION_TIMEOUT_MS });
+  await expect(page.getByTestId('pause')).toHaveText(/resume/, { timeout: ACTION_TIMEOUT_MS });
   const clickMs = Date.now() - t1;
-  await page.getByTestId('frames-downstream').locator('.frow').first().click({ timeout: CLICK_BOUND_MS });
-  await expect(page.getByTestId('frame-detail')).toContainText('correlation', { timeout: CLICK_BOUND_MS });
+  await page.getByTestId('frames-downstream').locator('.frow').first().click({ timeout: ACTION_TIMEOUT_MS });
+  await expect(page.getByTestId('frame-detail')).toContainText('correlation', { timeout: ACTION_TIMEOUT_MS });
   const detailMs = Date.now() - t1;
   await page.screenshot({ path: path.join(SHOTS, 'frames-stress.png') });
-  await page.getByTestId('pause').click({ timeout: CLICK_BOUND_MS });
-  await expect(page.getByTestId('pause')).toHaveText(/pause/, { timeout: CLICK_BOUND_MS });
+  await page.getByTestId('pause').click({ timeout: ACTION_TIMEOUT_MS });
+  await expect(page.getByTestId('pause')).toHaveText(/pause/, { timeout: ACTION_TIMEOUT_MS });
 
   if (cdp) {
     await page.waitForTimeout(2_000);
@@ -173,6 +206,7 @@ test('frames: ≥ 5 000 frames/s through the router; the page counts every frame
   const windowFrames = counter.frames - routerBefore.frames;
   const windowSecs = (Date.now() - t0) / 1000;
   await Promise.all([...slow, ...echo]);
+  clearInterval(lagTimer);
   const secs = (Date.now() - t0) / 1000;
   await Promise.all([...slowClients, ...echoClients].map((c) => c.close()));
 
@@ -212,6 +246,8 @@ test('frames: ≥ 5 000 frames/s through the router; the page counts every frame
     long_tasks: after.stall.longTasks,
     click_to_pause_ms: clickMs,
     pause_and_select_to_detail_ms: detailMs,
+    page_click_latencies_ms: after.clicks,
+    node_event_loop_lag_ms: nodeLag,
   };
   console.log('frame stress:', JSON.stringify(result));
   mkdirSync(path.join(UI_DIR, 'e2e', 'results'), { recursive: true });
@@ -223,17 +259,17 @@ test('frames: ≥ 5 000 frames/s through the router; the page counts every frame
     `frame stress: offered ${rate} frames/s over the storm window (${windowFrames} frames in ${windowSecs.toFixed(1)} s)` +
       (rate < 5_000 ? ' — below 5 000 frames/s: the load generator on this machine is the limit, not the page' : '') +
       `; shown ${after.shown}, received ${received}, reported lagged ${lost}; longest stall ${result.longest_stall_ms} ms;` +
-      ` pause answered in ${clickMs} ms, detail in ${detailMs} ms`,
+      ` page-side click latencies ${after.clicks.map((c) => `${c.target} ${c.ms} ms`).join(', ')};` +
+      ` wall clock (Playwright, shares the load generator's process, whose timers ran up to ${nodeLag} ms late): pause ${clickMs} ms, pause+select+detail ${detailMs} ms`,
   );
   if (routerLost > 0) {
     console.log(`frame stress: the counting viewer (this Node process) fell behind by ${routerLost}: the sent count is a lower bound`);
   }
 
   expect(failed).toBe(0);
-  // Page side: every click answered in bound (the click waits above already enforce it; this
-  // names the figures if a bound is lowered).
-  expect(clickMs, 'pause answered').toBeLessThanOrEqual(CLICK_BOUND_MS);
-  expect(detailMs - clickMs, 'row selected and its detail shown').toBeLessThanOrEqual(CLICK_BOUND_MS);
+  // Page side: every click answered within the bound.
+  expect(after.clicks.length, 'clicks seen by the page (pause, row, resume)').toBeGreaterThanOrEqual(3);
+  for (const c of after.clicks) expect(c.ms, `click on ${c.target} answered by the page`).toBeLessThanOrEqual(CLICK_BOUND_MS);
   if (MIN_RATE !== null) expect(rate, 'offered frames/s (STRESS_MIN_RATE)').toBeGreaterThanOrEqual(MIN_RATE);
   // No silent loss: every frame the router sent reached the page or is reported lost. `lagged`
   // counts events of every kind, so with drops the page's figure is bounded, not exact; when the

@@ -1,5 +1,5 @@
 /** A virtualised list of frames (@tanstack/react-virtual) that follows the tail until scrolled up. */
-import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { memo, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { ring, type FrameRow } from '../store/frames';
 import { clock, duration } from '../lib/format';
@@ -34,7 +34,8 @@ interface Props {
   testid: string;
 }
 
-export function FrameList({ seqs, version, interleaved, selected, linkedCorrelation, linkedSeq, onSelect, testid }: Props) {
+/** Memoised: re-renders on a view update (`version`) or a selection change, not on count-only updates. */
+export const FrameList = memo(function FrameList({ seqs, version, interleaved, selected, linkedCorrelation, linkedSeq, onSelect, testid }: Props) {
   const parent = useRef<HTMLDivElement>(null);
   const [follow, setFollow] = useState(true);
   const count = seqs.length;
@@ -130,4 +131,4 @@ export function FrameList({ seqs, version, interleaved, selected, linkedCorrelat
       )}
     </div>
   );
-}
+});
