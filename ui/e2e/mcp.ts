@@ -11,7 +11,10 @@ import { REPO } from './stack';
 interface SdkClient {
   connect(t: unknown, o?: { timeout?: number }): Promise<void>;
   listTools(p?: { cursor?: string }): Promise<{ tools: { name: string }[]; nextCursor?: string }>;
-  callTool(p: { name: string; arguments?: Record<string, unknown> }): Promise<{ content?: { text?: string }[]; isError?: boolean }>;
+  callTool(
+    p: { name: string; arguments?: Record<string, unknown> },
+    o?: { onprogress?: (p: { progress: number; total?: number }) => void; timeout?: number; resetTimeoutOnProgress?: boolean },
+  ): Promise<{ content?: { text?: string }[]; isError?: boolean }>;
   close(): Promise<void>;
 }
 

@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 export const UI_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const REPO = path.resolve(UI_DIR, '..');
 export const STATE_FILE = path.join(UI_DIR, 'e2e', '.state', 'stack.json');
+/** The router's probe (catalog refresh) interval in the e2e config, seconds. */
+export const PROBE_SECS = 3;
 export const SHOTS = path.join(UI_DIR, 'e2e', 'screenshots');
 /** The thermal samples: the repo reaches shared/ as ../shared from its root. */
 export const THERMAL_DIR = process.env.SWITCHBOARD_THERMAL_DIR ?? path.resolve(REPO, '..', 'shared', 'data', 'thermal');
@@ -89,6 +91,7 @@ export async function startStack(): Promise<Stack> {
   const config = `
 [router]
 stats_interval_secs = 1
+refresh_interval_secs = ${PROBE_SECS}
 
 [endpoint]
 prefix = "always"

@@ -4,18 +4,18 @@
  */
 import type {
   AddServer,
-  BlobRef,
+  BlobUploaded,
   CatalogView,
   FlowGraph,
   HandshakeRecord,
   ImportResult,
   Overview,
-  RunDetail,
+  RunView,
   RunSummary,
   ServerView,
   Sessions,
-  StartRun,
-  Thermal,
+  RunRequest,
+  ThermalView,
   TraceRecord,
 } from './types';
 
@@ -93,12 +93,12 @@ export const api = {
   sessions: () => request<Sessions>('GET', '/api/sessions'),
   exportFrames: (o: { leg?: string; server?: string } = {}) =>
     request<string>('GET', '/api/frames/export' + qs(o)),
-  uploadBlob: (file: Blob) => request<BlobRef>('POST', '/api/blobs', file, 'application/octet-stream'),
-  thermal: (sha: string) => request<Thermal>('GET', `/api/blobs/${enc(sha)}/thermal`),
+  uploadBlob: (file: Blob) => request<BlobUploaded>('POST', '/api/blobs', file, 'application/octet-stream'),
+  thermal: (sha: string) => request<ThermalView>('GET', `/api/blobs/${enc(sha)}/thermal`),
   flow: () => request<FlowGraph>('GET', '/api/flow'),
   runs: (limit = 50) => request<RunSummary[]>('GET', '/api/runs' + qs({ limit })),
-  startRun: (r: StartRun) => request<{ run_id: string }>('POST', '/api/runs', json(r), 'application/json'),
-  run: (id: string) => request<RunDetail>('GET', `/api/runs/${enc(id)}`),
+  startRun: (r: RunRequest) => request<{ run_id: string }>('POST', '/api/runs', json(r), 'application/json'),
+  run: (id: string) => request<RunView>('GET', `/api/runs/${enc(id)}`),
   cancelRun: (id: string) => request<void>('POST', `/api/runs/${enc(id)}/cancel`),
   settings: () => request<unknown>('GET', '/api/settings'),
 };

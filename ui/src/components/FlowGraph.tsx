@@ -2,7 +2,8 @@
 import { useMemo } from 'react';
 import { ReactFlow, Background, Handle, Position, type Edge, type Node, type NodeProps } from '@xyflow/react';
 import dagre from '@dagrejs/dagre';
-import type { FlowGraph as Graph, NodeStatus } from '../api/types';
+import type { FlowGraph as Graph } from '../api/types';
+import type { NodeStatus } from '../lib/thermal';
 import { duration } from '../lib/format';
 
 export interface NodeView {
@@ -20,7 +21,7 @@ function FlowNodeBox({ data }: NodeProps<Node<FlowNodeData>>) {
       <Handle type="target" position={Position.Left} />
       <div className="t"><span>{data.id}</span><span className={`pill st-${v.status}`}>{v.status}</span></div>
       <div className="m">{data.tool}</div>
-      <div className="m">{v.duration_ms !== null ? duration(v.duration_ms) : '—'}{v.message ? ` · ${v.message.slice(0, 40)}` : ''}</div>
+      <div className="m clip" title={v.message ?? undefined}>{v.duration_ms !== null ? duration(v.duration_ms) : '—'}{v.message ? ` · ${v.message}` : ''}</div>
       <Handle type="source" position={Position.Right} />
     </div>
   );

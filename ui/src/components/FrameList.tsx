@@ -1,5 +1,5 @@
 /** A virtualised list of frames (@tanstack/react-virtual) that follows the tail until scrolled up. */
-import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { memo, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { ring, type FrameRow } from '../store/frames';
 import { clock, duration } from '../lib/format';
@@ -34,15 +34,27 @@ interface Props {
   testid: string;
 }
 
-export function FrameList({ seqs, version, interleaved, selected, linkedCorrelation, linkedSeq, onSelect, testid }: Props) {
+/** Memoised: re-renders on a view update (`version`) or a selection change, not on count-only updates. */
+export const FrameList = memo(function FrameList({ seqs, version, interleaved, selected, linkedCorrelation, linkedSeq, onSelect, testid }: Props) {
   const parent = useRef<HTMLDivElement>(null);
   const [follow, setFollow] = useState(true);
   const count = seqs.length;
-  const v = useVirtualizer({ count, getScrollElement: () => parent.current, estimateSize: () => ROW_H, overscan: 20 });
+  // Fixed-height rows, no per-row measuring; scroll updates are not flushed synchronously (a
+  // storm's tail-follow would otherwise re-render the list inside every scroll event).
+  const v = useVirtualizer({
+    count,
+    getScrollElement: () => parent.current,
+    estimateSize: () => ROW_H,
+    overscan: 10,
+    useFlushSync: false,
+  });
 
+  // Following the tail: set scrollTop past the end (the browser clamps it) instead of
+  // `scrollToIndex`, which reads the element's scroll height — a forced layout on every update.
   useLayoutEffect(() => {
-    if (follow && count > 0) v.scrollToIndex(count - 1, { align: 'end' });
-  }, [version, follow, count, v]);
+    const el = parent.current;
+    if (follow && el && count > 0) el.scrollTop = count * ROW_H;
+  }, [version, follow, count]);
 
   // Keep the selected row in view when it moves by keyboard.
   useEffect(() => {
@@ -54,7 +66,8 @@ export function FrameList({ seqs, version, interleaved, selected, linkedCorrelat
   const onScroll = () => {
     const el = parent.current;
     if (!el) return;
-    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < ROW_H * 1.5;
+    // The content height is known (fixed rows): no scrollHeight read.
+    const atBottom = count * ROW_H - el.scrollTop - el.clientHeight < ROW_H * 1.5;
     if (atBottom !== follow) setFollow(atBottom);
   };
 
@@ -118,4 +131,4 @@ export function FrameList({ seqs, version, interleaved, selected, linkedCorrelat
       )}
     </div>
   );
-}
+});

@@ -1,7 +1,7 @@
 /** The thermal image on a canvas (iron palette), the hotspot outlined, the hottest pixel marked, a scale, the temperature under the pointer. */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { decodeTemps, iron, toRgba, type Box } from '../lib/thermal';
-import type { Thermal } from '../api/types';
+import type { ThermalView as Thermal } from '../api/types';
 
 const MAX_W = 560;
 

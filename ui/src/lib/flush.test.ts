@@ -73,4 +73,29 @@ describe('FlushScheduler', () => {
     tick();
     expect(flushed).toBe(0);
   });
+
+  it('spaces flushes by the minimum interval (a frame that comes sooner waits for a later one)', () => {
+    const { clock, tick } = manualClock();
+    let now = 0;
+    let flushed = 0;
+    const s = new FlushScheduler(() => flushed++, clock, 100, () => now);
+    s.mark();
+    tick();
+    expect(flushed).toBe(1);
+    s.mark();
+    now = 16;
+    tick();
+    now = 50;
+    tick();
+    expect(flushed).toBe(1);
+    expect(s.scheduled).toBe(true);
+    now = 116;
+    tick();
+    expect(flushed).toBe(2);
+    expect(s.scheduled).toBe(false);
+    // Nothing marked: no flush however many frames pass.
+    now = 1_000;
+    tick();
+    expect(flushed).toBe(2);
+  });
 });

@@ -22,20 +22,34 @@ export const animationFrameClock: FrameClock = {
 export class FlushScheduler {
   private pending: number | null = null;
   private flushes = 0;
+  private lastAt = -Infinity;
 
+  /**
+   * `minIntervalMs` spaces flushes at least that far apart (a frame that comes sooner asks for
+   * the next one): under a storm the view re-renders a few times a second instead of sixty,
+   * which leaves the main thread free to answer the operator. 0 = every animation frame.
+   */
   constructor(
     private readonly flush: () => void,
     private readonly clock: FrameClock = animationFrameClock,
+    private readonly minIntervalMs = 0,
+    private readonly now: () => number = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()),
   ) {}
 
   /** Notes a change; the flush runs on the next frame (once, however often this is called). */
   mark(): void {
     if (this.pending !== null) return;
-    this.pending = this.clock.request(() => {
+    const tick = () => {
+      if (this.minIntervalMs > 0 && this.now() - this.lastAt < this.minIntervalMs) {
+        this.pending = this.clock.request(tick);
+        return;
+      }
       this.pending = null;
       this.flushes += 1;
+      this.lastAt = this.now();
       this.flush();
-    });
+    };
+    this.pending = this.clock.request(tick);
   }
 
   /** Whether a flush is scheduled. */

@@ -3,7 +3,8 @@
  * little-endian f32, row-major), map them through an iron palette to RGBA, and read the
  * figures of a diagnosis run (vision report, knowledge hits, repair plan) out of node outputs.
  */
-import type { NodeStatus } from '../api/types';
+/** How the flow graph draws a node (the API's `succeeded` is drawn as `done`). */
+export type NodeStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped' | 'cancelled';
 
 /** Decodes base64 little-endian f32s. Throws when the length does not fit `width × height`. */
 export function decodeTemps(b64: string, width: number, height: number): Float32Array {

@@ -128,7 +128,8 @@ function describeUpstream(e: UpstreamEvent): HealthEntry['text'] {
 
 /** Replaces the state with a snapshot (on every (re)connect). */
 export function applySnapshot(s: Snapshot): void {
-  // `runs` and `sessions` are untyped in the snapshot until their generated types land.
+  // The snapshot's `runs` and `sessions` are `JsonValue` in admin.ts (the admin crate does not
+  // depend on the diagnosis and sessions types); their shapes are RunSummary and SessionsView.
   const runs = (s.runs ?? []) as unknown as RunSummary[];
   const sessions = (s.sessions ?? null) as unknown as Sessions | null;
   const servers: Record<string, ServerView> = {};
@@ -244,13 +245,14 @@ export function applyEvents(events: Event[]): void {
       }
       case 'notification':
         break;
-      default: {
-        // Kinds newer than this build's generated events.ts (the diagnosis branch adds
-        // `flow_run` and `session`): refetch what they announce.
-        const t = (ev as { type: string }).type;
-        if (t === 'flow_run') runsVersion += 1;
-        else if (t === 'session') sessionsVersion += 1;
-      }
+      case 'flow_run':
+        // A run started or settled: the run list is stale.
+        runsVersion += 1;
+        break;
+      case 'session':
+        // A session opened, closed or bound an upstream: the sessions table is stale.
+        sessionsVersion += 1;
+        break;
     }
   }
   useApp.setState({

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { clearFrames, pushFrame, ring, setPaused, setQuery, useFrames, visibleSeqs } from './frames';
+import { clearFrames, correlated, correlatedCount, correlationCount, FRAME_CAPACITY, pushFrame, ring, setPaused, setQuery, useFrames, visibleSeqs } from './frames';
+import { matchFrame, parseFilter } from '../lib/filter';
 import type { FrameEvent } from '../api/types';
 
 const nextFrame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
@@ -62,5 +63,72 @@ describe('frame store', () => {
     expect(visibleSeqs().length).toBe(shown);
     setPaused(false);
     expect(visibleSeqs().length).toBe(shown + 50);
+  });
+
+  /** The filtered index built from scratch over the held rows. */
+  function fullRebuild(query: string, leg?: 'downstream' | 'upstream'): number[] {
+    const f = parseFilter(query);
+    const out: number[] = [];
+    for (let i = 0; i < ring.length; i++) {
+      const r = ring.at(i);
+      if (r && (f.terms.length === 0 || matchFrame(f, r.f)) && (!leg || r.f.leg === leg)) out.push(r.seq);
+    }
+    return out;
+  }
+
+  it('keeps the incremental index equal to a full rebuild, across flushes and evictions', async () => {
+    setQuery('-method:ping');
+    let n = 0;
+    // Several flushes, the last ones past the ring's capacity (the oldest rows evicted).
+    for (const batch of [10, 1_000, FRAME_CAPACITY, 7_777]) {
+      for (let i = 0; i < batch; i++, n++) pushFrame(frame(n, { method: n % 3 ? 'tools/call' : 'ping' }));
+      await nextFrame();
+      expect(visibleSeqs()).toEqual(fullRebuild('-method:ping'));
+      expect(visibleSeqs('downstream')).toEqual(fullRebuild('-method:ping', 'downstream'));
+      expect(visibleSeqs('upstream')).toEqual(fullRebuild('-method:ping', 'upstream'));
+    }
+    expect(ring.length).toBe(FRAME_CAPACITY);
+  });
+
+  it('finds linked frames through the correlation map, equal to a scan of the ring', async () => {
+    for (let i = 0; i < 1_000; i++) pushFrame(frame(i, { correlation: i % 7 === 0 ? null : i % 10 }));
+    await nextFrame();
+    for (let c = 0; c < 10; c++) {
+      const scan = ring.toArray().filter((r) => r.f.correlation === c);
+      expect(correlated(c).map((r) => r.seq)).toEqual(scan.map((r) => r.seq));
+      expect(correlatedCount(c)).toBe(scan.length);
+      expect(correlated(c, 5).map((r) => r.seq)).toEqual(scan.slice(0, 5).map((r) => r.seq));
+    }
+    expect(correlated(42)).toEqual([]);
+  });
+
+  it('evicts correlations with the ring (the map stays bounded)', async () => {
+    // One long call (correlation 1) and many short ones, well past the capacity.
+    const total = FRAME_CAPACITY * 2 + 123;
+    for (let i = 0; i < total; i++) pushFrame(frame(i, { correlation: i % 2 ? 1 : 1_000 + i }));
+    await nextFrame();
+    expect(ring.length).toBe(FRAME_CAPACITY);
+    // Only the correlations of held rows are tracked: the long call plus the held short ones.
+    const held = new Set(ring.toArray().map((r) => r.f.correlation));
+    expect(correlationCount()).toBe(held.size);
+    const scan = ring.toArray().filter((r) => r.f.correlation === 1);
+    expect(correlatedCount(1)).toBe(scan.length);
+    expect(correlated(1).map((r) => r.seq)).toEqual(scan.map((r) => r.seq));
+    // An evicted short call is gone from the map.
+    expect(correlatedCount(1_000)).toBe(0);
+    clearFrames();
+    expect(correlationCount()).toBe(0);
+  });
+
+  it('publishes only the counts while paused (no list update)', async () => {
+    pushFrame(frame(1));
+    await nextFrame();
+    setPaused(true);
+    const v = useFrames.getState().version;
+    const received = useFrames.getState().received;
+    for (let i = 0; i < 20; i++) pushFrame(frame(i));
+    await nextFrame();
+    expect(useFrames.getState().version).toBe(v);
+    expect(useFrames.getState().received).toBe(received + 20);
   });
 });

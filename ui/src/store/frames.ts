@@ -26,6 +26,36 @@ export interface FrameRow {
 export const ring = new RingBuffer<FrameRow>(FRAME_CAPACITY);
 const pending = new Map<string, number>();
 
+/**
+ * Seqs of the held rows per correlation, oldest first (`head` skips the evicted ones): the
+ * selection's linked frames without scanning the ring. Bounded with the ring: a row's seq leaves
+ * its list when the ring evicts the row, and an emptied list leaves the map.
+ */
+interface CorrSeqs {
+  seqs: number[];
+  head: number;
+}
+const byCorrelation = new Map<number, CorrSeqs>();
+
+function forgetCorrelation(row: FrameRow): void {
+  const c = row.f.correlation;
+  if (c === null) return;
+  const e = byCorrelation.get(c);
+  if (!e) return;
+  // Rows leave the ring oldest first, so the evicted row is the head of its list.
+  if (e.seqs[e.head] === row.seq) e.head += 1;
+  if (e.head >= e.seqs.length) byCorrelation.delete(c);
+  else if (e.head > 1024 && e.head * 2 > e.seqs.length) {
+    e.seqs = e.seqs.slice(e.head);
+    e.head = 0;
+  }
+}
+
+/** Correlations tracked now (for tests: bounded by the ring). */
+export function correlationCount(): number {
+  return byCorrelation.size;
+}
+
 let filter: ParsedFilter = parseFilter('');
 /** Seqs of held rows passing the filter, oldest first: all legs, then per leg. */
 let index: number[] = [];
@@ -69,7 +99,16 @@ export function newestAtUs(): number {
 /** Adds one frame (no React work; the flush scheduler publishes it). */
 export function pushFrame(f: FrameEvent): void {
   const row: FrameRow = { seq: 0, f };
+  if (ring.length === ring.capacity) {
+    const gone = ring.at(0);
+    if (gone) forgetCorrelation(gone);
+  }
   row.seq = ring.push(row);
+  if (f.correlation !== null) {
+    const e = byCorrelation.get(f.correlation);
+    if (e) e.seqs.push(row.seq);
+    else byCorrelation.set(f.correlation, { seqs: [row.seq], head: 0 });
+  }
   const key = pairKey(f);
   if (key !== null) {
     if (f.kind === 'request') {
@@ -125,24 +164,46 @@ function refreshIndex(full: boolean): void {
   indexedUpTo = end;
 }
 
-const scheduler = new FlushScheduler(() => {
-  refreshIndex(false);
-  useFrames.setState((s) => ({ version: s.version + 1, received: ring.total, evicted: ring.evicted }));
-});
+/** Shortest gap between two view updates in the page (none in unit tests, which step by hand). */
+const FLUSH_INTERVAL_MS = import.meta.env.MODE === 'test' ? 0 : 100;
+
+const scheduler = new FlushScheduler(
+  () => {
+    if (frozen) {
+      // Paused: only the counts move (the lists are frozen); skip the update when they did not.
+      const st = useFrames.getState();
+      if (st.received === ring.total && st.evicted === ring.evicted) return;
+      useFrames.setState({ received: ring.total, evicted: ring.evicted });
+      return;
+    }
+    refreshIndex(false);
+    useFrames.setState((s) => ({ version: s.version + 1, received: ring.total, evicted: ring.evicted }));
+  },
+  undefined,
+  FLUSH_INTERVAL_MS,
+);
 
 /** The seqs the view shows now (filtered; frozen while paused): all legs, or one. */
 export function visibleSeqs(leg?: 'downstream' | 'upstream'): readonly number[] {
   return leg === 'downstream' ? indexDown : leg === 'upstream' ? indexUp : index;
 }
 
-/** Held rows with this correlation (both legs), oldest first. */
-export function correlated(correlation: number): FrameRow[] {
+/** Held rows with this correlation (both legs), oldest first: at most `limit` of them. */
+export function correlated(correlation: number, limit = Infinity): FrameRow[] {
+  const e = byCorrelation.get(correlation);
   const out: FrameRow[] = [];
-  for (let i = 0; i < ring.length; i++) {
-    const r = ring.at(i);
-    if (r && r.f.correlation === correlation) out.push(r);
+  if (!e) return out;
+  for (let i = e.head; i < e.seqs.length && out.length < limit; i++) {
+    const r = ring.bySeq(e.seqs[i] as number);
+    if (r) out.push(r);
   }
   return out;
+}
+
+/** How many held rows have this correlation. */
+export function correlatedCount(correlation: number): number {
+  const e = byCorrelation.get(correlation);
+  return e ? e.seqs.length - e.head : 0;
 }
 
 /** The current filter (for exports that pass leg/server to the router). */
@@ -168,6 +229,7 @@ export function setPaused(paused: boolean): void {
 export function clearFrames(): void {
   ring.clear();
   pending.clear();
+  byCorrelation.clear();
   index = [];
   indexDown = [];
   indexUp = [];

@@ -14,18 +14,19 @@ import { ThermalView } from '../components/ThermalView';
 import { nodeStatus, structured, visionFigures } from '../lib/thermal';
 import { useListNav } from '../lib/useListNav';
 import { ago, duration } from '../lib/format';
-import type { FlowGraph as Graph, RunDetail, Thermal } from '../api/types';
+import type { FlowGraph as Graph, RunView, ThermalView as Thermal } from '../api/types';
 
 export const EQUIPMENT = ['panel', 'board', 'motor-bearing', 'pv-module', 'transformer', 'building-envelope', 'other', 'unknown'] as const;
 
 const FALLBACK_FLOW: Graph = {
   name: 'thermal-diagnosis',
+  description: null,
   nodes: [
-    { id: 'vision', tool: 'analyze_thermal_image' },
-    { id: 'knowledge', tool: 'search_manual' },
-    { id: 'reasoning', tool: 'generate_repair_steps' },
+    { id: 'vision', tool: 'analyze_thermal_image', capability: null, resolved_tool: null, description: null, timeout_ms: null },
+    { id: 'knowledge', tool: 'search_manual', capability: null, resolved_tool: null, description: null, timeout_ms: null },
+    { id: 'reasoning', tool: 'generate_repair_steps', capability: null, resolved_tool: null, description: null, timeout_ms: null },
   ],
-  edges: [{ from: 'vision', to: 'knowledge' }, { from: 'knowledge', to: 'reasoning' }],
+  edges: [{ from: 'vision', to: 'knowledge', when: null }, { from: 'knowledge', to: 'reasoning', when: null }],
 };
 
 function imageOf(r: { image?: string | null; input?: Record<string, unknown> }): unknown {
@@ -36,7 +37,7 @@ function shaOf(image: unknown): string | null {
   return typeof image === 'string' && image.startsWith('blob:') ? image.slice(5) : null;
 }
 
-const finished = (d: RunDetail | null) => !!d && d.run.finished_at_ms !== null && d.run.outcome !== 'running';
+const finished = (d: RunView | null) => !!d && d.run.finished_at_ms !== null && d.run.outcome !== 'running';
 
 export function Diagnosis() {
   const runs = useApp((s) => s.runs);
@@ -50,7 +51,7 @@ export function Diagnosis() {
   const [phase, setPhase] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [runId, setRunId] = useState<string | null>(null);
-  const [detail, setDetail] = useState<RunDetail | null>(null);
+  const [detail, setDetail] = useState<RunView | null>(null);
   const [sha, setSha] = useState<string | null>(null);
   const [thermal, setThermal] = useState<Thermal | null>(null);
   const [thermalErr, setThermalErr] = useState<string | null>(null);
@@ -249,7 +250,7 @@ export function Diagnosis() {
               Drop a thermal image anywhere on this page<br />
               <span className="faint">FLIR radiometric JPEG, FFF, DJI R-JPEG, or a plain JPEG/PNG</span>
             </div>
-            {phase && <div className="muted" data-testid="phase">{phase}</div>}
+            {phase && !finished(detail) && <div className="muted" data-testid="phase">{phase}</div>}
             {error && <div className="errline" data-testid="run-error">{error}</div>}
             <section className="section">
               <h2>Run history</h2>
@@ -260,7 +261,7 @@ export function Diagnosis() {
                     <tr key={r.run_id} className={`click ${r.run_id === runId ? 'sel' : ''}`} onClick={() => open(i)} data-outcome={r.outcome}>
                       <td><span className={`pill st-${r.outcome === 'ok' ? 'done' : r.outcome}`}>{r.outcome}</span></td>
                       <td className="mono ellipsis" style={{ maxWidth: 120 }} title={r.run_id}>{r.run_id}</td>
-                      <td className="muted nowrap">{String(r.equipment ?? r.input?.equipment ?? '')}</td>
+                      <td className="muted nowrap">{r.equipment ?? ''}</td>
                       <td className="muted nowrap">{ago(r.started_at_ms)}</td>
                     </tr>
                   ))}
@@ -315,7 +316,7 @@ export function Diagnosis() {
                         {vision.hypothesis && <div className="muted">{vision.hypothesis}</div>}
                       </>
                     ) : (
-                      <span className="faint">{runId ? 'waiting for the vision node…' : '—'}</span>
+                      <span className="faint">{!runId ? '—' : finished(detail) ? `not graded: the run ${detail?.run.outcome ?? 'ended'}` : 'waiting for the vision node…'}</span>
                     )}
                   </div>
                 </section>

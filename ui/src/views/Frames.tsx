@@ -6,13 +6,16 @@
 import { useMemo, useState } from 'react';
 import { Group, Panel, Separator } from 'react-resizable-panels';
 import { JsonView, darkStyles, defaultStyles } from 'react-json-view-lite';
-import { clearFrames, correlated, currentFilter, framesAsJsonLines, ring, setPaused, setQuery, useFrames, visibleSeqs } from '../store/frames';
+import { clearFrames, correlated, correlatedCount, currentFilter, framesAsJsonLines, ring, setPaused, setQuery, useFrames, visibleSeqs } from '../store/frames';
 import { FrameList, summary } from '../components/FrameList';
 import { useListNav } from '../lib/useListNav';
 import { api } from '../api/client';
 import { saveText } from '../platform';
 import { clock, duration, num } from '../lib/format';
 import { effectiveTheme, loadTheme } from '../lib/theme';
+
+/** Linked frames listed in the detail pane (the rest counted). */
+const LINKED_SHOWN = 50;
 
 function parse(body: string): unknown {
   try {
@@ -32,9 +35,11 @@ export function Frames() {
   const up = visibleSeqs('upstream');
   const row = selected !== null ? ring.bySeq(selected) : undefined;
   const corr = row?.f.correlation ?? null;
-  // Re-scanned for the selection's correlation at most every 16 view updates (≈ 4 per second).
-  const slow = version >> 4;
-  const linked = useMemo(() => (corr !== null ? correlated(corr) : []), [corr, slow]); // eslint-disable-line react-hooks/exhaustive-deps
+  // The selection's correlation from the store's correlation map (no ring scan); a long call
+  // can link thousands of frames (one progress notification per step): the table shows the first
+  // LINKED_SHOWN and says how many more.
+  const linked = useMemo(() => (corr !== null ? correlated(corr, LINKED_SHOWN) : []), [corr, version]);
+  const linkedTotal = corr !== null ? correlatedCount(corr) : 0;
 
   const navSeqs = mode === 'interleaved' ? all : row?.f.leg === 'upstream' ? up : down;
   const navIndex = selected !== null ? navSeqs.indexOf(selected) : -1;
@@ -56,8 +61,16 @@ export function Frames() {
     }
   };
 
-  const body = row ? parse(row.f.body) : undefined;
+  const body = useMemo(() => (row ? parse(row.f.body) : undefined), [row]);
   const dark = effectiveTheme(loadTheme()) === 'dark';
+  // The JSON viewer is rebuilt only when the selection changes, not on every view update.
+  const jsonView = useMemo(
+    () =>
+      body !== undefined && typeof body === 'object' && body !== null ? (
+        <JsonView data={body as object} shouldExpandNode={(level) => level < 4} style={dark ? darkStyles : defaultStyles} />
+      ) : null,
+    [body, dark],
+  );
   const listProps = { version, selected, linkedCorrelation: corr, linkedSeq: row?.pairSeq ?? null, onSelect: setSelected };
 
   return (
@@ -131,25 +144,21 @@ export function Frames() {
                 </dl>
                 {linked.length > 1 && (
                   <section className="section" data-testid="linked">
-                    <h2>Linked frames (correlation {corr})</h2>
+                    <h2>Linked frames (correlation {corr}){linkedTotal > linked.length ? ` · first ${linked.length} of ${num(linkedTotal)}` : ''}</h2>
                     <table className="grid"><tbody>
                       {linked.map((l) => (
                         <tr key={l.seq} className={`click ${l.seq === selected ? 'sel' : ''}`} onClick={() => setSelected(l.seq)}>
                           <td className="mono muted">{clock(l.f.at_us / 1000)}</td>
                           <td className={`leg-${l.f.leg}`}>{l.f.leg}</td>
                           <td>{l.f.direction === 'out' ? '→' : '←'}</td>
-                          <td className="mono">{l.f.peer}</td>
-                          <td className="mono">{summary(l)}</td>
+                          <td className="mono ellipsis" style={{ maxWidth: 110 }} title={l.f.peer}>{l.f.peer}</td>
+                          <td className="mono ellipsis" style={{ maxWidth: 160 }} title={summary(l)}>{summary(l)}</td>
                         </tr>
                       ))}
                     </tbody></table>
                   </section>
                 )}
-                <div className="json">
-                  {body !== undefined && typeof body === 'object' && body !== null ? (
-                    <JsonView data={body as object} shouldExpandNode={(level) => level < 4} style={dark ? darkStyles : defaultStyles} />
-                  ) : null}
-                </div>
+                <div className="json">{jsonView}</div>
                 <pre className="raw" data-testid="raw-body">{row.f.body}</pre>
               </>
             )}

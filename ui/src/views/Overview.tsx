@@ -100,9 +100,9 @@ export function Overview() {
                   <tr key={`${h.id}-${i}`}>
                     <td className="muted nowrap">{ago(h.at_ms, now * 1000)}</td>
                     <td>{h.leg}</td>
-                    <td className="mono">{hsPeer(h, servers)}</td>
-                    <td className="mono">{h.error ? <span className="bad">failed</span> : h.chosen_version}</td>
-                    <td className="num">{duration(h.duration_ms)}</td>
+                    <td className="mono ellipsis" style={{ maxWidth: 140 }} title={hsPeer(h, servers)}>{hsPeer(h, servers)}</td>
+                    <td className="mono nowrap">{h.error ? <span className="bad">failed</span> : h.chosen_version}</td>
+                    <td className="num nowrap">{duration(h.duration_ms)}</td>
                   </tr>
                 ))}
               </tbody>

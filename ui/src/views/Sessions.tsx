@@ -64,8 +64,8 @@ export function SessionsView() {
         {err && <div className="errline">{err}</div>}
         {!data?.scheduling && (
           <div className="notice" data-testid="scheduler-notice">
-            {data?.scheduling_note ||
-              'Routing decisions (candidates, load scores, affinity keys, windows and success rates) arrive with the scheduler; this router does not make them yet.'}{' '}
+            {(data?.scheduling_note ||
+              'Routing decisions (candidates, load scores, affinity keys, windows and success rates) arrive with the scheduler; this router does not make them yet').replace(/[.\s]*$/, '.')}{' '}
             Shown here: the downstream sessions and callers the gateway holds and the upstream sessions each is bound to.
           </div>
         )}
