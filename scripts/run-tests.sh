@@ -35,7 +35,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 # One build of every target first, so test binaries that start the mcp-fixture binary find it.
 cargo build --workspace --all-targets --locked
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 step "ui: end to end (playwright, Debian's chromium; SWITCHBOARD_E2E=${SWITCHBOARD_E2E:-gate})"
 case "${SWITCHBOARD_E2E:-gate}" in
   off) echo "skipped" ;;
