@@ -6,6 +6,7 @@
 # ui/dist, and driven end to end in Debian's Chromium (Playwright) after it.
 #
 # SWITCHBOARD_E2E chooses what the panel's Playwright step does: gate (default) or off.
+# SWITCHBOARD_STRESS=report keeps the frame stress test from gating (its figures are printed).
 #
 # SWITCHBOARD_ACCEPTANCE chooses what the acceptance step does:
 #   gate (default) — runs it; any failure fails this script
@@ -42,13 +43,13 @@ case "${SWITCHBOARD_E2E:-gate}" in
   gate)
     (cd ui && PATH="$UI_PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
       SWITCHBOARD_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/switchboard" npm run --silent e2e -- e2e/panel.spec.ts)
-    # The frame stress test (>= 5 000 frames/s through the router) gates only with
-    # SWITCHBOARD_STRESS=gate: on this 2-core machine the debug build's load generator and the
-    # page share the cores, so it reports its figures (ui/e2e/results/) without failing the run.
-    if ! (cd ui && PATH="$UI_PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+    # The frame stress test: >= 5 000 frames/s through the router for 10 s (STRESS_MIN_RATE),
+    # no frame lost without being reported, the page answering clicks within 2 s (page-side).
+    # SWITCHBOARD_STRESS=report prints its figures (ui/e2e/results/) without gating.
+    if ! (cd ui && PATH="$UI_PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 STRESS_MIN_RATE="${STRESS_MIN_RATE:-5000}" \
       SWITCHBOARD_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/switchboard" npm run --silent e2e -- e2e/frames-stress.spec.ts); then
-      if [ "${SWITCHBOARD_STRESS:-report}" = gate ]; then exit 1; fi
-      echo "frame stress test reported failures (figures above); not gating: SWITCHBOARD_STRESS=${SWITCHBOARD_STRESS:-report}"
+      if [ "${SWITCHBOARD_STRESS:-gate}" = gate ]; then exit 1; fi
+      echo "frame stress test reported failures (figures above); not gating: SWITCHBOARD_STRESS=${SWITCHBOARD_STRESS}"
     fi
     ;;
   *) echo "SWITCHBOARD_E2E must be gate or off" >&2; exit 2 ;;

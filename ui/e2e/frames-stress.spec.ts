@@ -30,7 +30,7 @@ import { sdkClient } from './mcp';
 const stack = readStack();
 const SECONDS = Number(process.env.STRESS_SECONDS ?? 10);
 /** Concurrent `slow` calls, each 1 000 progress notifications per second asked for. */
-const SLOW_CALLS = Number(process.env.STRESS_SLOW_CALLS ?? 8);
+const SLOW_CALLS = Number(process.env.STRESS_SLOW_CALLS ?? 12);
 /** Clients making ordinary `echo` calls meanwhile. */
 const ECHO_CLIENTS = Number(process.env.STRESS_ECHO_CLIENTS ?? 2);
 /** A click must be answered within this (generous for a busy 2-core box; the page aims well under 1 s). */

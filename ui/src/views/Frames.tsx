@@ -145,14 +145,22 @@ export function Frames() {
                 {linked.length > 1 && (
                   <section className="section" data-testid="linked">
                     <h2>Linked frames (correlation {corr}){linkedTotal > linked.length ? ` · first ${linked.length} of ${num(linkedTotal)}` : ''}</h2>
-                    <table className="grid"><tbody>
+                    <table className="grid">
+                      <colgroup>
+                        <col style={{ width: 108 }} />
+                        <col style={{ width: 82 }} />
+                        <col style={{ width: 20 }} />
+                        <col style={{ width: '24%' }} />
+                        <col />
+                      </colgroup>
+                      <tbody>
                       {linked.map((l) => (
                         <tr key={l.seq} className={`click ${l.seq === selected ? 'sel' : ''}`} onClick={() => setSelected(l.seq)}>
                           <td className="mono muted">{clock(l.f.at_us / 1000)}</td>
                           <td className={`leg-${l.f.leg}`}>{l.f.leg}</td>
                           <td>{l.f.direction === 'out' ? '→' : '←'}</td>
-                          <td className="mono ellipsis" style={{ maxWidth: 110 }} title={l.f.peer}>{l.f.peer}</td>
-                          <td className="mono ellipsis" style={{ maxWidth: 160 }} title={summary(l)}>{summary(l)}</td>
+                          <td className="mono ellipsis" title={l.f.peer}>{l.f.peer}</td>
+                          <td className="mono ellipsis" title={summary(l)}>{summary(l)}</td>
                         </tr>
                       ))}
                     </tbody></table>
