@@ -39,20 +39,14 @@ pub fn render() -> String {
         crate::events::Snapshot::decl(&cfg),
         crate::events::ViewerMessage::decl(&cfg),
     ];
-    let mut out = String::from(
+    switchboard_router::events::typescript::module(
         "// Generated from the admin API's Rust types (crates/admin/src) by\n\
          // `UPDATE_BINDINGS=1 cargo test -p switchboard-admin --lib typescript`. Do not edit.\n\n\
-         import type { Event, EventKind, Filter, FrameEvent, HandshakeRecord, Quarantined, TraceRecord } from \"./events\";\n\n\
-         export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n\n\
+         import type { Event, EventKind, Filter, FrameEvent, HandshakeRecord, JsonValue, Quarantined, TraceRecord } from \"./events\";\n\n\
          /** The subprotocol of `/api/events`; the token goes beside it as `bearer.<token>`. */\n\
          export const EVENTS_PROTOCOL = \"switchboard.events\";\n\n",
-    );
-    for d in decls {
-        out.push_str("export ");
-        out.push_str(&d.replace("bigint", "number"));
-        out.push_str("\n\n");
-    }
-    out
+        decls,
+    )
 }
 
 #[cfg(test)]
@@ -64,15 +58,11 @@ mod tests {
         let text = render();
         assert!(text.contains("export type ViewerMessage ="), "{text}");
         assert!(!text.contains("bigint"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(PATH);
-        if std::env::var_os("UPDATE_BINDINGS").is_some() {
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&path, &text).expect("write bindings");
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == text,
-            "{PATH} is stale: run `UPDATE_BINDINGS=1 cargo test -p switchboard-admin --lib typescript`"
+        switchboard_router::events::typescript::check_or_update(
+            env!("CARGO_MANIFEST_DIR"),
+            PATH,
+            &text,
+            "UPDATE_BINDINGS=1 cargo test -p switchboard-admin --lib typescript",
         );
     }
 }

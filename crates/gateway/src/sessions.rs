@@ -585,16 +585,11 @@ mod tests {
         let text = typescript::render();
         assert!(text.contains("export type SessionsView ="), "{text}");
         assert!(!text.contains("bigint"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(typescript::PATH);
-        if std::env::var_os("UPDATE_BINDINGS").is_some() {
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&path, &text).expect("write bindings");
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == text,
-            "{} is stale: run `UPDATE_BINDINGS=1 cargo test -p switchboard-gateway --lib typescript`",
-            typescript::PATH
+        switchboard_router::events::typescript::check_or_update(
+            env!("CARGO_MANIFEST_DIR"),
+            typescript::PATH,
+            &text,
+            "UPDATE_BINDINGS=1 cargo test -p switchboard-gateway --lib typescript",
         );
     }
 }

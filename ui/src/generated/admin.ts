@@ -1,9 +1,7 @@
 // Generated from the admin API's Rust types (crates/admin/src) by
 // `UPDATE_BINDINGS=1 cargo test -p switchboard-admin --lib typescript`. Do not edit.
 
-import type { Event, EventKind, Filter, FrameEvent, HandshakeRecord, Quarantined, TraceRecord } from "./events";
-
-export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
+import type { Event, EventKind, Filter, FrameEvent, HandshakeRecord, JsonValue, Quarantined, TraceRecord } from "./events";
 
 /** The subprotocol of `/api/events`; the token goes beside it as `bearer.<token>`. */
 export const EVENTS_PROTOCOL = "switchboard.events";

@@ -1,6 +1,9 @@
 // Generated from the Rust event model (crates/router/src/events.rs) by
 // `UPDATE_BINDINGS=1 cargo test -p switchboard-router --lib typescript`. Do not edit.
 
+/** Any JSON value (the types above use it for fields serde keeps as `serde_json::Value`). */
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
+
 export type Kind = "request" | "notification" | "response" | "error";
 
 export type Id = number | string;

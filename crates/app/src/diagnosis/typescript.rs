@@ -46,16 +46,11 @@ pub fn render() -> String {
         DiagnosisResult::decl(&cfg),
         RunView::decl(&cfg),
     ];
-    let mut out = String::from(
+    switchboard_router::events::typescript::module(
         "// Generated from the Rust body types of the diagnosis routes (crates/app/src/diagnosis/) by\n\
          // `UPDATE_BINDINGS=1 cargo test -p switchboard-app --lib typescript`. Do not edit.\n\n",
-    );
-    for d in decls {
-        out.push_str("export ");
-        out.push_str(&d.replace("bigint", "number"));
-        out.push_str("\n\n");
-    }
-    out
+        decls,
+    )
 }
 
 #[cfg(test)]
@@ -68,15 +63,11 @@ mod tests {
         assert!(text.contains("export type RunView ="), "{text}");
         assert!(text.contains("\"ref\": string") || text.contains("ref: string"), "{text}");
         assert!(!text.contains("bigint"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(PATH);
-        if std::env::var_os("UPDATE_BINDINGS").is_some() {
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&path, &text).expect("write bindings");
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == text,
-            "{PATH} is stale: run `UPDATE_BINDINGS=1 cargo test -p switchboard-app --lib typescript`"
+        switchboard_router::events::typescript::check_or_update(
+            env!("CARGO_MANIFEST_DIR"),
+            PATH,
+            &text,
+            "UPDATE_BINDINGS=1 cargo test -p switchboard-app --lib typescript",
         );
     }
 }

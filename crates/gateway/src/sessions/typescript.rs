@@ -16,14 +16,9 @@ pub fn render() -> String {
         super::CallerView::decl(&cfg),
         super::SessionsView::decl(&cfg),
     ];
-    let mut out = String::from(
+    switchboard_router::events::typescript::module(
         "// Generated from the gateway's session table (crates/gateway/src/sessions.rs) by\n\
          // `UPDATE_BINDINGS=1 cargo test -p switchboard-gateway --lib typescript`. Do not edit.\n\n",
-    );
-    for d in decls {
-        out.push_str("export ");
-        out.push_str(&d.replace("bigint", "number"));
-        out.push_str("\n\n");
-    }
-    out
+        decls,
+    )
 }
