@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 #[cfg(doc)]
-use super::{Registry, ServerView};
+use super::Registry;
 use crate::catalog::Catalog;
 use crate::config::ServerSpec;
 use crate::dedicated::CallConnections;
@@ -108,13 +108,13 @@ pub(super) fn write<T>(l: &RwLock<T>, v: T) {
 }
 
 impl ServerEntry {
-    /// Current state and its caller-facing reason (no stderr; see [`ServerView::reason`]).
+    /// Current state and its caller-facing reason (no stderr; see [`ServerView::reason`](super::ServerView::reason)).
     pub fn state(&self) -> (ServerState, String) {
         let s = self.state.read().unwrap_or_else(PoisonError::into_inner);
         (s.state, s.reason.clone())
     }
 
-    /// Operator detail of the current state (see [`ServerView::detail`]): never send it to a
+    /// Operator detail of the current state (see [`ServerView::detail`](super::ServerView::detail)): never send it to a
     /// caller.
     pub fn detail(&self) -> Option<String> {
         self.state.read().unwrap_or_else(PoisonError::into_inner).detail.clone()
