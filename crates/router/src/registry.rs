@@ -18,7 +18,7 @@
 //!
 //! The parts: `entry` (one server and its state changes), `view` (what the CLI and the UI
 //! see of it), `supervise` (connect, watch, reconnect), `listing` (catalogs and their
-//! events), `handshake` (the records of every attempt), `health` (probes and the circuit breaker), `negotiation` (an event per step of
+//! events), `load` (calls in flight, latency, status reports, draining), `handshake` (the records of every attempt), `health` (probes and the circuit breaker), `negotiation` (an event per step of
 //! each) and `sessions` (which connection a
 //! caller's request goes through).
 
@@ -26,6 +26,7 @@ mod entry;
 mod handshake;
 mod health;
 mod listing;
+mod load;
 mod negotiation;
 mod sessions;
 mod supervise;
@@ -46,6 +47,7 @@ use self::entry::{Listed, StateCell, read};
 pub use self::entry::{ServerEntry, ServerState};
 pub use self::handshake::{failure_record, success_record};
 pub use self::listing::list_catalog;
+pub use self::load::{InFlight, Load, LoadReport};
 pub use self::sessions::MAX_CAPABILITY_SESSIONS;
 pub use self::view::ServerView;
 use crate::catalog::Catalog;
@@ -214,6 +216,7 @@ impl Registry {
             listed: Mutex::new(Listed::default()),
             sessions: Mutex::new(HashMap::new()),
             calls: Arc::default(),
+            load: Arc::default(),
         });
         // Inserted before the reservation is released (on return), so the name is never free in between.
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());

@@ -81,6 +81,8 @@ pub struct ServerEntry {
     /// Calls in flight on a legacy stdio or WebSocket server, and the connections of their own
     /// its questioning calls get (see [`Registry::client_for_call`]).
     pub(super) calls: Arc<CallConnections>,
+    /// Calls in flight, latency, status reports, draining (what the scheduler scores).
+    pub(super) load: Arc<super::Load>,
 }
 
 /// The outcome of a server's last completed listing.
@@ -128,6 +130,11 @@ impl ServerEntry {
     /// The last catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         read(&self.catalog)
+    }
+
+    /// Its live load.
+    pub fn load(&self) -> &Arc<super::Load> {
+        &self.load
     }
 
     pub(super) fn listed(&self) -> Listed {
