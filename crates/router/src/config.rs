@@ -154,6 +154,9 @@ pub struct ServerSpec {
     pub transport: TransportSpec,
     /// Domain capability labels (`vision`, `rag`, …).
     pub labels: Vec<String>,
+    /// The replica group it belongs to, when declared (see [`crate::schedule::groups`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// Disabled servers are listed but never connected.
     pub enabled: bool,
     /// Restart policy of a stdio child.
@@ -207,7 +210,7 @@ fn normalise_url(url: &str) -> String {
 }
 
 /// JSON with object keys sorted at every level.
-fn canonical_json(v: &Value) -> String {
+pub(crate) fn canonical_json(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
@@ -249,6 +252,9 @@ pub struct ServerToml {
     /// Domain capability labels.
     #[serde(default)]
     pub labels: Vec<String>,
+    /// The replica group it belongs to: its instances share one set of catalog entries.
+    #[serde(default)]
+    pub group: Option<String>,
     /// `false` keeps the server registered but disconnected.
     pub enabled: Option<bool>,
     /// Override of the refresh period, in seconds.
@@ -349,10 +355,16 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             )));
         }
     }
+    if let Some(g) = t.group.as_deref().filter(|g| !valid_name(g)) {
+        return Err(err(format!(
+            "servers.{name}.group {g:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
+        )));
+    }
     Ok(ServerSpec {
         name: name.to_owned(),
         transport,
         labels: t.labels,
+        group: t.group,
         enabled: t.enabled.unwrap_or(true),
         restart,
         refresh_interval: t.refresh_interval_secs.map(|s| Duration::from_secs(s).max(MIN_REFRESH)),

@@ -53,6 +53,7 @@ pub use self::view::ServerView;
 use crate::catalog::Catalog;
 use crate::config::{RegistryConfig, ServerSpec};
 use crate::events::{EventBus, now_ms};
+use crate::schedule::{Scheduler, SchedulerConfig};
 use crate::{Error, config, stats};
 
 /// Starts built-in servers in-process; the application provides it (the registry does
@@ -79,6 +80,8 @@ struct Inner {
     adding: Mutex<HashSet<String>>,
     /// The process sampler's counters.
     sampler: Arc<stats::Counters>,
+    /// The scheduler's live state (bindings, decisions), shared by every route table.
+    scheduler: Arc<Scheduler>,
 }
 
 /// A name claimed by an [`Registry::add`] in progress; released when dropped (the add
@@ -121,12 +124,13 @@ impl Registry {
                 builtins: RwLock::new(None),
                 servers: RwLock::new(BTreeMap::new()),
                 store,
-                events,
                 tracker: TaskTracker::new(),
                 cancel,
                 changed: Notify::new(),
                 adding: Mutex::new(HashSet::new()),
                 sampler: Arc::default(),
+                scheduler: Arc::new(Scheduler::new(SchedulerConfig::default(), events.clone())),
+                events,
             }),
         };
         registry.start_sampler();
@@ -150,6 +154,11 @@ impl Registry {
             targets,
             inner.cancel.clone(),
         ));
+    }
+
+    /// The scheduler (replica groups, affinity bindings, the decisions it made).
+    pub fn scheduler(&self) -> &Arc<Scheduler> {
+        &self.inner.scheduler
     }
 
     /// What the process sampler has done so far.

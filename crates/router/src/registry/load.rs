@@ -109,7 +109,7 @@ impl Load {
         self.draining.load(Ordering::Acquire)
     }
 
-    pub(super) fn set_draining(&self, on: bool) -> bool {
+    pub(crate) fn set_draining(&self, on: bool) -> bool {
         self.draining.swap(on, Ordering::AcqRel) != on
     }
 }
