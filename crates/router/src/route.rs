@@ -176,7 +176,7 @@ impl RouteTable {
             let Some(entry) = registry.entry(&view.name) else { continue };
             let catalog = entry.catalog();
             let fresh = (view.state == ServerState::Ready)
-                .then(|| groups::signature(&view.server_info, &catalog))
+                .then(|| groups::signature(&view.server_info, view.protocol_version.as_deref(), &catalog))
                 .flatten();
             let signature = scheduler.remember_signature(&view.name, fresh);
             seen.push(Seen {

@@ -327,6 +327,13 @@ impl Upstream for HttpUpstream {
         }
         let body = inner.read_body(resp).await?;
         match inner.parse_in(&body) {
+            // "Overloaded, try later" (HTTP 429/503) is the transport's answer even when the body
+            // is a JSON-RPC error: the request did not run, and the router may retry it.
+            Ok(m) if m.is_response() && matches!(status.as_u16(), 429 | 503) => Err(Error::HttpStatus {
+                url: inner.config.url.clone(),
+                status: status.as_u16(),
+                body: m.error().map(|e| e.message.clone()).unwrap_or_default(),
+            }),
             Ok(m) if m.is_response() => {
                 let _ = tx.try_send(Ok(m));
                 Ok(Exchange::new(rx, id_text, None))

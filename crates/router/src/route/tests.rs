@@ -21,7 +21,7 @@ fn catalog(tools: &[&str]) -> Arc<Catalog> {
 
 pub(crate) fn seen(server: &str, info: &str, state: ServerState, labels: &[&str], cat: Arc<Catalog>) -> Seen {
     Seen {
-        signature: groups::signature(&json!({"name": info}), &cat),
+        signature: groups::signature(&json!({"name": info}), None, &cat),
         member: Member {
             server: server.into(),
             state,

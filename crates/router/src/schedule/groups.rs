@@ -2,8 +2,8 @@
 //! entries.
 //!
 //! A group is declared (`group = "…"` on each server in the config, or at registration) or
-//! detected: servers whose `serverInfo.name` and whole tool set (names, input and output
-//! schemas) are identical are replicas. Different servers that merely share a tool name are not
+//! detected: servers whose `serverInfo` (name and version), protocol version and whole tool set
+//! (names, input and output schemas) are identical are replicas. Different servers that merely share a tool name are not
 //! replicas — that is a collision, and the federation's prefix rules apply. A server in no group
 //! is a group of its own, so every name routes through the same scheduler.
 //!
@@ -87,8 +87,14 @@ impl Group {
     }
 }
 
-/// What replica detection compares: `serverInfo.name` and the tool set.
-pub fn signature(server_info: &Value, catalog: &Catalog) -> Option<(String, [u8; 16])> {
+/// What replica detection compares: `serverInfo` (name and version), the protocol version the
+/// router speaks with it (instances of one deployment speak the same revision; a 2025-11-25 and a
+/// 2026-07-28 endpoint of one program are two servers to a client) and the tool set.
+pub fn signature(
+    server_info: &Value,
+    protocol: Option<&str>,
+    catalog: &Catalog,
+) -> Option<(String, [u8; 16])> {
     let name = server_info.get("name").and_then(Value::as_str).filter(|n| !n.is_empty())?;
     if catalog.tools.is_empty() {
         return None;
@@ -104,6 +110,10 @@ pub fn signature(server_info: &Value, catalog: &Catalog) -> Option<(String, [u8;
     tools.sort();
     let mut h = Sha256::new();
     h.update(name.as_bytes());
+    h.update([0]);
+    h.update(server_info.get("version").and_then(Value::as_str).unwrap_or_default().as_bytes());
+    h.update([0]);
+    h.update(protocol.unwrap_or_default().as_bytes());
     for (n, s) in tools {
         h.update([0]);
         h.update(n.as_bytes());
@@ -209,7 +219,7 @@ mod tests {
 
     fn seen(server: &str, info: &str, cat: Arc<Catalog>, declared: Option<&str>) -> Seen {
         Seen {
-            signature: signature(&json!({"name": info, "version": "1"}), &cat),
+            signature: signature(&json!({"name": info, "version": "1"}), Some("2026-07-28"), &cat),
             member: Member {
                 server: server.into(),
                 state: ServerState::Ready,
