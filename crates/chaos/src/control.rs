@@ -56,16 +56,17 @@ fn error(status: StatusCode, code: &str, message: impl std::fmt::Display) -> Res
     (status, Json(json!({ "error": { "code": code, "message": message.to_string() } }))).into_response()
 }
 
-fn authorized(state: &ControlState, headers: &HeaderMap) -> Result<(), Response> {
-    let Some(token) = &state.token else { return Ok(()) };
+/// The 401 answer when the request lacks the control token; `None` when it may proceed.
+fn rejection(state: &ControlState, headers: &HeaderMap) -> Option<Response> {
+    let token = state.token.as_ref()?;
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     if given == Some(token.as_str()) {
-        Ok(())
+        None
     } else {
-        Err(error(
+        Some(error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "the control API needs the control token (Authorization: Bearer …)",
@@ -88,14 +89,14 @@ pub fn snapshot(state: &ControlState) -> Value {
 }
 
 async fn status(State(state): State<ControlState>, headers: HeaderMap) -> Response {
-    if let Err(response) = authorized(&state, &headers) {
+    if let Some(response) = rejection(&state, &headers) {
         return response;
     }
     Json(snapshot(&state)).into_response()
 }
 
 async fn set_faults(State(state): State<ControlState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(response) = authorized(&state, &headers) {
+    if let Some(response) = rejection(&state, &headers) {
         return response;
     }
     let patch: FaultPatch = match serde_json::from_slice(&body) {
@@ -121,7 +122,7 @@ async fn set_faults(State(state): State<ControlState>, headers: HeaderMap, body:
 }
 
 async fn reset(State(state): State<ControlState>, headers: HeaderMap) -> Response {
-    if let Err(response) = authorized(&state, &headers) {
+    if let Some(response) = rejection(&state, &headers) {
         return response;
     }
     state.replica.faults.reset();

@@ -16,6 +16,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The initial faults were refused.
+    #[error("initial faults: {0}")]
+    Faults(#[source] crate::faults::FaultError),
     /// The registration client could not be built.
     #[error("cannot start the registration client: {0}")]
     Registration(#[from] crate::register::RegisterError),

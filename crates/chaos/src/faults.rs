@@ -103,6 +103,9 @@ pub enum FaultError {
     /// `fail_tools.rate` outside 0..=1 or `fail_tools.every` of 0.
     #[error("fail_tools: rate must be within 0.0..=1.0 and every must be at least 1")]
     BadFailTools,
+    /// `crash` among the initial faults.
+    #[error("crash cannot be an initial fault")]
+    CrashAtStart,
 }
 
 /// What changed in the catalogue, for `notifications/tools/list_changed`.
@@ -302,7 +305,9 @@ impl Faults {
             return false;
         };
         match fail {
-            FailTools::Every(n) => (self.inner.fail_seq.fetch_add(1, Ordering::Relaxed) + 1) % n.max(1) == 0,
+            FailTools::Every(n) => {
+                (self.inner.fail_seq.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(n.max(1))
+            }
             FailTools::Rate(rate) => self.next_unit() < rate,
         }
     }

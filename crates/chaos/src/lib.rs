@@ -87,6 +87,8 @@ pub struct ChaosConfig {
     pub control_token: Option<String>,
     /// Register with a router, if set.
     pub registration: Option<RegistrationConfig>,
+    /// Faults in force from the start (before the listener serves or registration begins).
+    pub faults: FaultPatch,
 }
 
 impl Default for ChaosConfig {
@@ -96,6 +98,7 @@ impl Default for ChaosConfig {
             replica_id: None,
             control_token: None,
             registration: None,
+            faults: FaultPatch::default(),
         }
     }
 }
@@ -113,6 +116,10 @@ impl Chaos {
             .map_err(|source| Error::Bind { addr: config.listen, source })?;
         let addr = listener.local_addr().map_err(|source| Error::Bind { addr: config.listen, source })?;
         let replica = Replica::new(config.replica_id.unwrap_or_else(replica::random_id));
+        if config.faults.crash == Some(true) {
+            return Err(Error::Faults(faults::FaultError::CrashAtStart));
+        }
+        replica.faults.apply(config.faults).map_err(Error::Faults)?;
         let url = format!("http://{addr}{}", http::MCP_PATH);
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -137,7 +144,7 @@ impl Chaos {
                 }
             })
         });
-        Ok(ChaosHandle { replica, url, addr, shutdown, tasks, serving, registering })
+        Ok(ChaosHandle { replica, url, addr, shutdown, tasks, serving: Some(serving), registering })
     }
 }
 
@@ -149,7 +156,8 @@ pub struct ChaosHandle {
     addr: SocketAddr,
     shutdown: CancellationToken,
     tasks: TaskTracker,
-    serving: tokio::task::JoinHandle<()>,
+    /// `None` once awaited.
+    serving: Option<tokio::task::JoinHandle<()>>,
     registering: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -203,7 +211,9 @@ impl ChaosHandle {
 
     /// Resolves once the replica stopped serving (shutdown or crash).
     pub async fn closed(&mut self) {
-        if let Err(error) = (&mut self.serving).await {
+        if let Some(serving) = self.serving.take()
+            && let Err(error) = serving.await
+        {
             tracing::warn!(%error, "the serving task failed");
         }
     }
@@ -216,7 +226,9 @@ impl ChaosHandle {
         {
             tracing::warn!(%error, "the registration task failed");
         }
-        if let Err(error) = self.serving.await {
+        if let Some(serving) = self.serving
+            && let Err(error) = serving.await
+        {
             tracing::warn!(%error, "the serving task failed");
         }
         self.tasks.close();

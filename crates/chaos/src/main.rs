@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use switchboard_chaos::{CRASH_EXIT_CODE, Chaos, ChaosConfig, RegistrationConfig, register};
+use switchboard_chaos::{CRASH_EXIT_CODE, Chaos, ChaosConfig, FaultPatch, RegistrationConfig, register};
 use tracing_subscriber::EnvFilter;
 
 /// A fault-injecting MCP server for routing tests.
@@ -39,6 +39,10 @@ struct Args {
     /// MCP revision claimed at registration.
     #[arg(long, default_value = register::DEFAULT_MCP_VERSION)]
     mcp_version: String,
+    /// Faults in force from the start, as the JSON body of `POST /chaos/faults`
+    /// (e.g. `{"bad_encoding": true}`).
+    #[arg(long, value_parser = parse_faults)]
+    faults: Option<FaultPatch>,
     /// Seconds to wait for the router to come up.
     #[arg(long, default_value_t = 30)]
     wait_for_router_secs: u64,
@@ -79,6 +83,7 @@ async fn main() -> anyhow::Result<()> {
         replica_id: Some(replica_id),
         control_token: args.control_token,
         registration,
+        faults: args.faults.unwrap_or_default(),
     };
     let replica = Chaos::bind(config).await.context("starting switchboard-chaos")?;
     {
@@ -97,6 +102,10 @@ async fn main() -> anyhow::Result<()> {
     }
     replica.shutdown().await;
     Ok(())
+}
+
+fn parse_faults(text: &str) -> Result<FaultPatch, String> {
+    serde_json::from_str(text).map_err(|error| format!("not fault settings: {error}"))
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -179,9 +179,10 @@ pub async fn run(name: &'static str, call: Call<'_>) -> Result<CallToolResult, E
     let args = call.arguments;
     let mut append_key = None;
     let outcome = match name {
-        "read" => string_arg(args, "key").map(|key| {
+        "read" => string_arg(args, "key").and_then(|key| {
+            crate::store::check_key(key).map_err(|error| error.to_string())?;
             let read = call.store.read(key);
-            json!({ "key": key, "value": read.value, "length": read.length })
+            Ok(json!({ "key": key, "value": read.value, "length": read.length }))
         }),
         "put" => string_arg(args, "key").and_then(|key| {
             let value = string_arg(args, "value")?;
