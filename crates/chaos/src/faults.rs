@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::{self, TOOL_NAMES};
+use crate::tools::TOOL_NAMES;
 
 /// Longest `slow_handshake_ms` / `slow_tools_ms` accepted (60 s), so a typo cannot hang a run.
 pub const MAX_DELAY_MS: u64 = 60_000;
@@ -51,6 +51,30 @@ pub struct FaultSettings {
     pub slow_tools_ms: u64,
     /// Tool calls failing with a JSON-RPC internal error before their body runs.
     pub fail_tools: Option<FailTools>,
+}
+
+impl FaultSettings {
+    /// Whether the `tools` capability is on.
+    pub fn tools_enabled(&self) -> bool {
+        !self.disabled("tools")
+    }
+
+    /// Whether the `resources` capability is on.
+    pub fn resources_enabled(&self) -> bool {
+        !self.disabled("resources")
+    }
+
+    fn disabled(&self, name: &str) -> bool {
+        self.disable_capability.iter().any(|disabled| disabled == name)
+    }
+
+    /// The tools `tools/list` serves, in order.
+    pub fn visible_tools(&self) -> Vec<&'static str> {
+        if !self.tools_enabled() {
+            return Vec::new();
+        }
+        TOOL_NAMES.into_iter().filter(|name| !self.disabled(name)).collect()
+    }
 }
 
 /// A partial update of [`FaultSettings`]: absent fields stay as they are; `fail_tools: null`
@@ -233,7 +257,7 @@ impl Faults {
     fn replace(&self, next: FaultSettings) {
         let mut tools_changed = false;
         self.inner.settings.send_modify(|settings| {
-            tools_changed = tools::visible(settings) != tools::visible(&next);
+            tools_changed = settings.visible_tools() != next.visible_tools();
             if settings.fail_tools != next.fail_tools {
                 self.inner.fail_seq.store(0, Ordering::Relaxed);
             }
@@ -368,6 +392,14 @@ mod tests {
         assert!(faults.should_fail());
         faults.set_fail_tools(Some(FailTools::Rate(0.0))).expect("valid");
         assert!(!faults.should_fail());
+    }
+
+    #[test]
+    fn disabling_hides_tools() {
+        let mut settings = FaultSettings { disable_capability: vec!["append".into()], ..Default::default() };
+        assert_eq!(settings.visible_tools(), ["read", "put", "work", "whoami"]);
+        settings.disable_capability = vec!["tools".into()];
+        assert!(settings.visible_tools().is_empty() && settings.resources_enabled());
     }
 
     #[test]

@@ -128,7 +128,9 @@ impl Chaos {
         let app = http::app(replica.clone(), control, addr.ip().to_string(), tasks.clone(), &shutdown);
         let registration = config
             .registration
-            .map(|registration| register::Registrar::new(registration, replica.clone(), url.clone()))
+            .map(|registration| {
+                register::Registrar::new(registration, replica.registration_view(), url.clone())
+            })
             .transpose()?;
         let crashed = replica.faults.crashed().clone();
         let serving = tasks.spawn(serve::serve(listener, app, shutdown.clone(), crashed.clone()));

@@ -22,7 +22,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::replica::Replica;
+use crate::faults::Faults;
+use crate::load::LoadMeter;
 
 /// Default MCP revision claimed at registration.
 pub const DEFAULT_MCP_VERSION: &str = "2025-11-25";
@@ -168,11 +169,26 @@ struct Session {
     deregister_path: String,
 }
 
+/// What the registration client needs of its replica.
+#[derive(Debug, Clone)]
+pub struct ReplicaView {
+    /// The replica id (sent as `metadata.replica`).
+    pub id: String,
+    /// `serverInfo` name (sent as `metadata.server`).
+    pub server: &'static str,
+    /// Its faults (`bad_encoding`, `partition`, `overload`).
+    pub faults: Faults,
+    /// Its load meter (status reports).
+    pub load: LoadMeter,
+    /// Where registration stands (written here, read by `GET /chaos`).
+    pub status: Arc<RegistrationStatus>,
+}
+
 /// One registration client.
 #[derive(Debug)]
 pub struct Registrar {
     config: RegistrationConfig,
-    replica: Arc<Replica>,
+    replica: ReplicaView,
     url: String,
     http: reqwest::Client,
 }
@@ -182,11 +198,7 @@ const MAX_ERROR_BODY: usize = 2048;
 
 impl Registrar {
     /// A client registering `replica`, reachable at `url`, per `config`.
-    pub fn new(
-        config: RegistrationConfig,
-        replica: Arc<Replica>,
-        url: String,
-    ) -> Result<Self, RegisterError> {
+    pub fn new(config: RegistrationConfig, replica: ReplicaView, url: String) -> Result<Self, RegisterError> {
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .build()
@@ -222,7 +234,7 @@ impl Registrar {
     }
 
     fn set_state(&self, state: &'static str, error: Option<String>) {
-        self.replica.registration.with(|snapshot| {
+        self.replica.status.with(|snapshot| {
             snapshot.state = state;
             if error.is_some() {
                 snapshot.last_error = error;
@@ -240,7 +252,7 @@ impl Registrar {
             "url": self.url,
             "capabilities": self.config.capabilities,
             "supported_encodings": encodings,
-            "metadata": { "replica": self.replica.id, "server": crate::replica::SERVER_NAME },
+            "metadata": { "replica": self.replica.id, "server": self.replica.server },
         })
     }
 
@@ -336,7 +348,7 @@ impl Registrar {
                 .replace("{server_id}", &self.config.server_id),
         };
         let router_id = answer.get("router_id").and_then(Value::as_str).map(str::to_owned);
-        self.replica.registration.with(|snapshot| {
+        self.replica.status.with(|snapshot| {
             snapshot.state = "registered";
             snapshot.router_id = router_id;
         });
@@ -348,7 +360,7 @@ impl Registrar {
         self.send("confirm", self.request(reqwest::Method::POST, &session.confirm_path).json(&body))
             .await
             .map_err(|error| (error, true))?;
-        self.replica.registration.with(|snapshot| {
+        self.replica.status.with(|snapshot| {
             snapshot.negotiated_encoding = Some(encoding);
             snapshot.confirmed_capabilities = confirmed;
         });
@@ -370,10 +382,10 @@ impl Registrar {
         });
         match self.send("status", self.request(reqwest::Method::POST, &session.status_path).json(&body)).await
         {
-            Ok(_) => self.replica.registration.with(|snapshot| snapshot.reports_sent += 1),
+            Ok(_) => self.replica.status.with(|snapshot| snapshot.reports_sent += 1),
             Err(error) => {
                 tracing::warn!(%error, "status report failed");
-                self.replica.registration.with(|snapshot| snapshot.last_error = Some(error.to_string()));
+                self.replica.status.with(|snapshot| snapshot.last_error = Some(error.to_string()));
             }
         }
     }
@@ -383,7 +395,7 @@ impl Registrar {
             Ok(_) => self.set_state("deregistered", None),
             Err(error) => {
                 tracing::warn!(%error, "deregistration failed");
-                self.replica.registration.with(|snapshot| snapshot.last_error = Some(error.to_string()));
+                self.replica.status.with(|snapshot| snapshot.last_error = Some(error.to_string()));
             }
         }
     }

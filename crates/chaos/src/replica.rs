@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::counters::Counters;
 use crate::faults::Faults;
 use crate::load::LoadMeter;
-use crate::register::RegistrationStatus;
+use crate::register::{RegistrationStatus, ReplicaView};
 use crate::store::Store;
 
 /// Name every replica gives itself in `serverInfo` (never the replica id: replicas must look
@@ -29,13 +29,26 @@ pub struct Replica {
     /// The load meter.
     pub load: LoadMeter,
     /// Where self-registration stands.
-    pub registration: RegistrationStatus,
+    pub registration: Arc<RegistrationStatus>,
 }
 
 impl Replica {
     /// A healthy replica named `id`.
     pub fn new(id: String) -> Arc<Self> {
         Arc::new(Self { id, ..Self::default() })
+    }
+}
+
+impl Replica {
+    /// What the registration client needs.
+    pub fn registration_view(&self) -> ReplicaView {
+        ReplicaView {
+            id: self.id.clone(),
+            server: SERVER_NAME,
+            faults: self.faults.clone(),
+            load: self.load.clone(),
+            status: self.registration.clone(),
+        }
     }
 }
 

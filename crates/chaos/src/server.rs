@@ -61,7 +61,7 @@ impl ChaosServer {
     }
 
     fn resources_enabled(&self) -> bool {
-        !self.replica.faults.current().disable_capability.iter().any(|name| name == "resources")
+        self.replica.faults.current().resources_enabled()
     }
 }
 
@@ -74,7 +74,7 @@ impl ServerHandler for ChaosServer {
     fn get_info(&self) -> ServerConfig {
         let settings = self.replica.faults.current();
         let mut builder = ServerCapabilities::builder();
-        let capabilities = match (tools::tools_enabled(&settings), self.resources_enabled()) {
+        let capabilities = match (settings.tools_enabled(), self.resources_enabled()) {
             (true, true) => builder.enable_tools().enable_tool_list_changed().enable_resources().build(),
             (true, false) => builder.enable_tools().enable_tool_list_changed().build(),
             (false, true) => builder.enable_resources().build(),
@@ -94,16 +94,16 @@ impl ServerHandler for ChaosServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let settings = self.replica.faults.current();
-        if !tools::tools_enabled(&settings) {
+        if !settings.tools_enabled() {
             return Err(ErrorData::method_not_found::<ListToolsRequestMethod>());
         }
-        let tools = tools::visible(&settings).into_iter().filter_map(tools::definition).collect();
+        let tools = settings.visible_tools().into_iter().filter_map(tools::definition).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let settings = self.replica.faults.current();
-        tools::visible(&settings).contains(&name).then(|| tools::definition(name)).flatten()
+        settings.visible_tools().contains(&name).then(|| tools::definition(name)).flatten()
     }
 
     async fn call_tool(
@@ -114,7 +114,7 @@ impl ServerHandler for ChaosServer {
         let settings = self.replica.faults.current();
         let replica = &self.replica;
         let Some(name) =
-            tools::static_name(&request.name).filter(|name| tools::visible(&settings).contains(name))
+            tools::static_name(&request.name).filter(|name| settings.visible_tools().contains(name))
         else {
             return Err(ErrorData::invalid_params(format!("unknown tool {:?}", request.name), None));
         };

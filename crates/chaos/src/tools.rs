@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
-use crate::faults::FaultSettings;
 use crate::store::{MAX_KEY_BYTES, MAX_VALUE_BYTES, Store};
 
 /// Names of the tools, in `tools/list` order.
@@ -109,19 +108,6 @@ pub fn definition(name: &str) -> Option<Tool> {
         _ => return None,
     };
     Some(tool)
-}
-
-/// Whether the `tools` capability is on under `settings`.
-pub fn tools_enabled(settings: &FaultSettings) -> bool {
-    !settings.disable_capability.iter().any(|name| name == "tools")
-}
-
-/// The tools `tools/list` serves under `settings`, in order.
-pub fn visible(settings: &FaultSettings) -> Vec<&'static str> {
-    if !tools_enabled(settings) {
-        return Vec::new();
-    }
-    TOOL_NAMES.into_iter().filter(|name| !settings.disable_capability.iter().any(|d| d == name)).collect()
 }
 
 /// What one tool call needs.
@@ -237,13 +223,5 @@ mod tests {
         }
         let append = definition("append").and_then(|tool| tool.annotations).expect("annotations");
         assert_eq!((append.idempotent_hint, append.destructive_hint), (Some(false), Some(false)));
-    }
-
-    #[test]
-    fn disabling_hides_tools() {
-        let mut settings = FaultSettings { disable_capability: vec!["append".into()], ..Default::default() };
-        assert_eq!(visible(&settings), ["read", "put", "work", "whoami"]);
-        settings.disable_capability = vec!["tools".into()];
-        assert!(visible(&settings).is_empty());
     }
 }
