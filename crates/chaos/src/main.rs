@@ -85,6 +85,9 @@ async fn main() -> anyhow::Result<()> {
         registration,
         faults: args.faults.unwrap_or_default(),
     };
+    // Installed before the listening line, so a SIGTERM right after it is already graceful.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
     let replica = Chaos::bind(config).await.context("starting switchboard-chaos")?;
     {
         let mut stdout = std::io::stdout().lock();
@@ -98,7 +101,8 @@ async fn main() -> anyhow::Result<()> {
             tracing::warn!("crash fault: exiting at once");
             std::process::exit(CRASH_EXIT_CODE);
         }
-        () = signal() => {}
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
     }
     replica.shutdown().await;
     Ok(())
@@ -106,23 +110,4 @@ async fn main() -> anyhow::Result<()> {
 
 fn parse_faults(text: &str) -> Result<FaultPatch, String> {
     serde_json::from_str(text).map_err(|error| format!("not fault settings: {error}"))
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
-        () = terminate => tracing::info!("SIGTERM: shutting down"),
-    }
 }

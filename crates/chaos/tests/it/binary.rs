@@ -8,10 +8,11 @@ use tokio::process::{Child, Command};
 
 use crate::common::*;
 
-/// Starts the binary with `args`; returns the child and the URL it printed.
-async fn spawn(args: &[&str]) -> (Child, String) {
+/// Starts the binary with `args` and `envs`; returns the child and the URL it printed.
+pub async fn spawn_with(args: &[&str], envs: &[(&str, &str)]) -> (Child, String) {
     let mut child = Command::new(BIN)
         .args(args)
+        .envs(envs.iter().copied())
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -31,6 +32,17 @@ async fn spawn(args: &[&str]) -> (Child, String) {
         .unwrap_or_else(|| panic!("unexpected line {line:?}"))
         .to_owned();
     (child, url)
+}
+
+async fn spawn(args: &[&str]) -> (Child, String) {
+    spawn_with(args, &[]).await
+}
+
+/// Sends SIGTERM to `child`.
+pub async fn terminate(child: &Child) {
+    let pid = child.id().expect("pid");
+    let killed = Command::new("kill").args(["-TERM", &pid.to_string()]).status().await.expect("kill");
+    assert!(killed.success());
 }
 
 #[tokio::test]
@@ -54,9 +66,7 @@ async fn the_binary_serves_then_a_crash_exits_it_with_a_non_zero_status() {
 #[tokio::test]
 async fn sigterm_stops_the_binary_cleanly() {
     let (mut child, _url) = spawn(&[]).await;
-    let pid = child.id().expect("pid");
-    let killed = Command::new("kill").args(["-TERM", &pid.to_string()]).status().await.expect("kill");
-    assert!(killed.success());
+    terminate(&child).await;
     let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits in time").expect("wait");
     assert_eq!(status.code(), Some(0));
 }

@@ -207,3 +207,40 @@ async fn waits_for_the_router_to_come_up() {
     until(&replica, "ready", |state| state["registration"]["state"] == "ready").await;
     replica.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_binary_registers_with_its_flags_and_deregisters_on_sigterm() {
+    let (router, mut requests) = stub().await;
+    let router_url = format!("http://{router}");
+    let args = [
+        "--replica-id",
+        "bin-r",
+        "--register",
+        &router_url,
+        "--server-id",
+        "chaos-bin",
+        "--capabilities",
+        "tools,kv",
+        "--token-env",
+        "CHAOS_TEST_ROUTER_TOKEN",
+    ];
+    let (mut child, url) = crate::binary::spawn_with(&args, &[("CHAOS_TEST_ROUTER_TOKEN", "from-env")]).await;
+    let register = next(&mut requests).await;
+    assert_eq!(register.authorization.as_deref(), Some("Bearer from-env"));
+    assert_eq!(register.body["server_id"], "chaos-bin");
+    assert_eq!(register.body["url"], url.as_str());
+    assert_eq!(register.body["capabilities"], json!(["tools", "kv"]));
+    assert_eq!(register.body["metadata"]["replica"], "bin-r");
+    assert_eq!(next(&mut requests).await.path, "/confirm");
+    assert_eq!(next(&mut requests).await.path, "/status");
+    crate::binary::terminate(&child).await;
+    let deregister = loop {
+        let seen = next(&mut requests).await;
+        if seen.path != "/status" {
+            break seen;
+        }
+    };
+    assert_eq!((deregister.method.as_str(), deregister.path.as_str()), ("DELETE", "/register/chaos-bin"));
+    let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits in time").expect("wait");
+    assert_eq!(status.code(), Some(0));
+}
