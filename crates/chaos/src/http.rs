@@ -149,6 +149,7 @@ async fn screen(State(gate): State<Gate>, request: Request, next: Next) -> Respo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
 
     #[test]
     fn methods_of_single_messages_and_batches() {
@@ -157,5 +158,74 @@ mod tests {
         let batch =
             json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}, {"id": 1, "method": "ping"}]);
         assert_eq!(methods(&batch), (vec!["notifications/initialized", "ping"], Some(&json!(1))));
+    }
+
+    fn test_app(replica: &Arc<Replica>) -> Router {
+        let control = ControlState { replica: replica.clone(), token: None, url: String::new() };
+        app(replica.clone(), control, "127.0.0.1".into(), TaskTracker::new(), &CancellationToken::new())
+    }
+
+    fn post(body: Value) -> Request {
+        Request::post(MCP_PATH)
+            .header(header::HOST, "127.0.0.1")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .body(Body::from(body.to_string()))
+            .expect("request")
+    }
+
+    fn initialize() -> Request {
+        post(json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": { "name": "test", "version": "0" }
+            }
+        }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_handshake_holds_initialize_for_its_delay() {
+        let replica = Replica::new("r".into());
+        replica.faults.set_slow_handshake(Duration::from_millis(300));
+        let answer = tokio::spawn(test_app(&replica).oneshot(initialize()));
+        tokio::time::sleep(Duration::from_millis(299)).await;
+        assert!(!answer.is_finished(), "initialize is still waiting");
+        let response = answer.await.expect("task").expect("infallible");
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn partition_holds_requests_for_as_long_as_it_lasts() {
+        let replica = Replica::new("r".into());
+        replica.faults.set_partition(true);
+        let answer = tokio::spawn(test_app(&replica).oneshot(initialize()));
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert!(!answer.is_finished(), "an hour later, still no answer");
+        assert_eq!(replica.load.pending_now(), 1, "a held request is pending");
+        replica.faults.set_partition(false);
+        let response = answer.await.expect("task").expect("infallible");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(replica.counters.snapshot().held_partition, 1);
+    }
+
+    #[tokio::test]
+    async fn overload_refuses_tools_call_but_not_the_handshake() {
+        let replica = Replica::new("r".into());
+        replica.faults.set_overload(true);
+        let response = test_app(&replica).oneshot(initialize()).await.expect("infallible");
+        assert_eq!(response.status(), StatusCode::OK);
+        let call =
+            post(json!({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "append"}}));
+        let response = test_app(&replica).oneshot(call).await.expect("infallible");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers().get(header::RETRY_AFTER), Some(&HeaderValue::from(1u64)));
+        let body = axum::body::to_bytes(response.into_body(), MAX_BODY_BYTES).await.expect("body");
+        let body: Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(
+            (body["id"].clone(), body["error"]["code"].clone()),
+            (json!("c1"), json!(OVERLOADED_CODE))
+        );
+        assert_eq!(replica.counters.snapshot().refused_overload, 1);
     }
 }
