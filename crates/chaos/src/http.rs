@@ -4,7 +4,8 @@
 //!
 //! The gate acts on the wire, before rmcp sees a request:
 //! - `partition`: every `/mcp` request (POST, GET, DELETE; pings and handshakes included) is
-//!   held unanswered until the partition heals, then handled normally.
+//!   held unanswered until the partition heals, then handled normally. Streams opened before
+//!   the partition (a legacy GET stream, `subscriptions/listen`) are not cut.
 //! - `slow_handshake_ms`: `initialize` and `server/discover` wait that long first.
 //! - `overload`: a `tools/call` is refused with **HTTP 503**, `Retry-After: 1` and a JSON-RPC
 //!   error body (code -32000, message starting "overloaded", `data.executed: false`), echoing
