@@ -234,7 +234,16 @@ error_code: number | null,
 /**
  * The error message.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * The scheduler's decision for the upstream that served it (or the last one tried): the
+ * candidates, each layer's verdict, their scores, the chosen upstream and why.
+ */
+route: JsonValue | null, 
+/**
+ * Attempts on other upstreams that failed before the last one (retries).
+ */
+retries: number, };
 
 export type Quarantined = { 
 /**

@@ -89,12 +89,18 @@ impl Handler {
                 )
                 .with_data(json!({"server": server, "state": state, "reason": reason})),
             ),
-            RouteError::NoCandidate { group, why, decision } => Reply::error(
-                StatusCode::OK,
-                self.id.clone(),
-                ErrorObject::new(error_code::NO_UPSTREAM, why)
-                    .with_data(json!({"group": group, "decision": decision})),
-            ),
+            RouteError::NoCandidate { group, why, decision } => {
+                // The refusal is a decision too: the trace keeps it.
+                if let Some(d) = self.registry.scheduler().decision(&decision) {
+                    self.decided.set_route(&d, 0);
+                }
+                Reply::error(
+                    StatusCode::OK,
+                    self.id.clone(),
+                    ErrorObject::new(error_code::NO_UPSTREAM, why)
+                        .with_data(json!({"group": group, "decision": decision})),
+                )
+            }
             e => self.error(StatusCode::OK, error_code::INVALID_PARAMS, e.to_string()),
         }
     }

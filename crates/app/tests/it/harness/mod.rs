@@ -254,14 +254,25 @@ impl Harness {
         for up in upstreams {
             let (name, toml) = match up {
                 Upstream::Fixture { name, era, profile } => {
-                    let f = RunningFixture::of(era, profile, stop.child_token()).await;
+                    // Named after the server, so two fixtures of one catalogue are two servers
+                    // to the router, not replicas of one (see the routing tests for those).
+                    let mut cfg = FixtureConfig::new(TransportKind::Http);
+                    cfg.era = era;
+                    cfg.profile = profile;
+                    cfg.server_name = Some(name.clone());
+                    let f = RunningFixture::start(cfg, stop.child_token()).await;
                     let toml = ServerToml { url: Some(f.url.clone()), ..Default::default() };
                     fixtures.insert(name.clone(), f);
                     (name, toml)
                 }
                 Upstream::Url { name, url } => (name, ServerToml { url: Some(url), ..Default::default() }),
                 Upstream::Stdio { name, args } => {
-                    let mut all = vec!["--transport".to_owned(), "stdio".to_owned()];
+                    let mut all = vec![
+                        "--transport".to_owned(),
+                        "stdio".to_owned(),
+                        "--server-name".to_owned(),
+                        name.clone(),
+                    ];
                     all.extend(args);
                     (name, ServerToml { command: Some(fixture_bin()), args: all, ..Default::default() })
                 }
