@@ -169,6 +169,18 @@ impl Inner {
             from
         };
         let operator = detail.unwrap_or(reason);
+        if to == ServerState::Ready {
+            // What replica detection compares, remembered now: a replica that goes down before
+            // any call was routed still belongs to its group.
+            if let Some(hs) = entry.client().map(|c| c.handshake()) {
+                let sig = crate::schedule::groups::signature(
+                    &hs.server_info,
+                    Some(&hs.protocol_version),
+                    &entry.catalog(),
+                );
+                self.scheduler.remember_signature(&entry.spec.name, sig);
+            }
+        }
         self.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), reason = %operator, "server state");
         self.events.publish(Event::ServerState {
