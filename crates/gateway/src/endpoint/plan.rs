@@ -51,6 +51,10 @@ impl Plan {
             (None, Some(h)) => Some((h.clone(), KeySource::Header)),
             (None, None) => None,
         };
+        // A caller's own key is bounded; the router's session ids are what they are.
+        if explicit.as_ref().is_some_and(|(k, _)| k.len() > MAX_KEY_LEN) {
+            return Err(format!("the affinity key is longer than {MAX_KEY_LEN} bytes"));
+        }
         let (key, source) = match (client, explicit) {
             (_, Some((k, s))) => (Some(k), Some(s)),
             (Client::Legacy { sid, .. }, None) => (Some(sid.clone()), Some(KeySource::Session)),
@@ -60,10 +64,8 @@ impl Plan {
         plan.key_source = plan.key.as_ref().and(source);
         plan.idempotency_key = meta_str(meta::IDEMPOTENCY_KEY)?.or_else(|| headers.idempotency.clone());
         plan.idempotency_key = plan.idempotency_key.filter(|k| !k.is_empty());
-        for (what, k) in [("affinity", &plan.key), ("idempotency", &plan.idempotency_key)] {
-            if k.as_ref().is_some_and(|k| k.len() > MAX_KEY_LEN) {
-                return Err(format!("the {what} key is longer than {MAX_KEY_LEN} bytes"));
-            }
+        if plan.idempotency_key.as_ref().is_some_and(|k| k.len() > MAX_KEY_LEN) {
+            return Err(format!("the idempotency key is longer than {MAX_KEY_LEN} bytes"));
         }
         if let Some(caps) = m.and_then(|m| m.get(meta::CAPABILITIES)) {
             let Some(obj) = caps.as_object() else {
@@ -119,4 +121,91 @@ pub(super) fn repeatable(tool: Option<&Value>) -> bool {
         tool.and_then(|t| t.get("annotations")).and_then(|a| a.get(k)).and_then(Value::as_bool) == Some(true)
     };
     hint("readOnlyHint") || hint("idempotentHint")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg(meta: Value) -> Message {
+        Message::parse(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "_meta": meta}})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn modern() -> Client {
+        Client::Modern { caps: json!({}), log_level: None }
+    }
+
+    #[test]
+    fn the_key_is_the_session_or_the_callers_own_and_never_empty() {
+        let legacy =
+            Client::Legacy { sid: "s".repeat(400), caps: json!({}), info: json!({}), log_level: None };
+        let p = Plan::of(&msg(json!({})), &legacy, &RouteHeaders::default()).unwrap();
+        assert_eq!((p.key.as_deref().map(str::len), p.key_source), (Some(400), Some(KeySource::Session)));
+        let headers = RouteHeaders { affinity: Some("from-header".into()), idempotency: Some("i-1".into()) };
+        let p = Plan::of(&msg(json!({})), &modern(), &headers).unwrap();
+        assert_eq!((p.key.as_deref(), p.key_source), (Some("from-header"), Some(KeySource::Header)));
+        assert_eq!(p.idempotency_key.as_deref(), Some("i-1"));
+        let p =
+            Plan::of(&msg(json!({"dev.switchboard/affinityKey": "from-meta"})), &modern(), &headers).unwrap();
+        assert_eq!((p.key.as_deref(), p.key_source), (Some("from-meta"), Some(KeySource::Meta)));
+        let p =
+            Plan::of(&msg(json!({"dev.switchboard/affinityKey": ""})), &modern(), &RouteHeaders::default())
+                .unwrap();
+        assert_eq!((p.key, p.key_source), (None, None), "an empty string is no key");
+        let p = Plan::of(&msg(json!({})), &modern(), &RouteHeaders::default()).unwrap();
+        assert_eq!(p.key, None);
+    }
+
+    #[test]
+    fn bad_keys_and_labels_are_refused_with_a_sentence() {
+        let h = RouteHeaders::default();
+        let long = "k".repeat(MAX_KEY_LEN + 1);
+        for (meta, want) in [
+            (json!({"dev.switchboard/affinityKey": long}), "the affinity key is longer than 256 bytes"),
+            (
+                json!({"dev.switchboard/affinityKey": 7}),
+                "params._meta[\"dev.switchboard/affinityKey\"] must be a string, not a number",
+            ),
+            (
+                json!({"dev.switchboard/idempotencyKey": "k".repeat(300)}),
+                "the idempotency key is longer than 256 bytes",
+            ),
+            (
+                json!({"dev.switchboard/capabilities": ["gpu"]}),
+                "params._meta[\"dev.switchboard/capabilities\"] must be an object {\"core\": [...], \"optional\": [...]}",
+            ),
+            (
+                json!({"dev.switchboard/capabilities": {"core": "gpu"}}),
+                "params._meta[\"dev.switchboard/capabilities\"].core must be an array of at most 16 labels",
+            ),
+            (
+                json!({"dev.switchboard/capabilities": {"optional": [""]}}),
+                "params._meta[\"dev.switchboard/capabilities\"].optional must hold capability labels (non-empty strings of at most 64 bytes)",
+            ),
+        ] {
+            assert_eq!(Plan::of(&msg(meta), &modern(), &h).unwrap_err(), want);
+        }
+        let p = Plan::of(
+            &msg(json!({"dev.switchboard/capabilities": {"core": ["kv"], "optional": ["gpu"]}})),
+            &modern(),
+            &h,
+        )
+        .unwrap();
+        assert_eq!((p.core, p.optional), (vec!["kv".to_owned()], vec!["gpu".to_owned()]));
+    }
+
+    #[test]
+    fn repeatable_tools_say_so_in_their_annotations() {
+        assert!(repeatable(Some(&json!({"annotations": {"readOnlyHint": true}}))));
+        assert!(repeatable(Some(&json!({"annotations": {"idempotentHint": true}}))));
+        assert!(!repeatable(Some(&json!({"annotations": {"destructiveHint": false}}))));
+        assert!(!repeatable(Some(&json!({}))));
+        assert!(!repeatable(None));
+    }
 }
