@@ -171,7 +171,7 @@ test('sessions & affinity: the chaos group, its bindings, and routing decisions 
   await decisions.locator('tbody tr').nth(1).click();
   const detail = page.getByTestId('decision-detail');
   await expect(detail).toBeVisible();
-  await expect(page.getByTestId('candidates').locator('tbody tr')).toHaveCount(3);
+  await expect(page.getByTestId('candidates').locator('tbody tr.cand')).toHaveCount(3);
   await expect(page.getByTestId('candidates').locator('tr[data-chosen="true"]')).toHaveCount(1);
   await expect(page.getByTestId('decision-reason')).not.toBeEmpty();
   // Keyboard: j moves to the next decision.
@@ -180,6 +180,9 @@ test('sessions & affinity: the chaos group, its bindings, and routing decisions 
   await expect(page.getByTestId('decision-detail').locator('dd').last()).not.toHaveText(before ?? '');
   await page.keyboard.press('k');
   await shot(page, 'sessions-decision');
+  await page.getByTestId('theme').click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await shot(page, 'sessions-light');
   await c.close();
   await c2.close();
 });

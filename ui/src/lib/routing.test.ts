@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Decision, SessionView } from '../api/types';
-import { decisionFlags, filterDecisions, fingerprint, keyLabels, mergeDecisions, sessionFingerprint, successPct } from './routing';
+import { decisionFlags, shortReason, filterDecisions, fingerprint, keyLabels, mergeDecisions, sessionFingerprint, successPct } from './routing';
 
 const dec = (id: string, at_ms: number, o: Partial<Decision> = {}): Decision => ({
   id,
@@ -76,5 +76,12 @@ describe('routing: decisions', () => {
     expect(successPct({ ok: 0, failed: 0 })).toBeNull();
     expect(decisionFlags({ degraded: true, attempt: 2 })).toEqual(['degraded', 'retry 2']);
     expect(decisionFlags({ degraded: false, attempt: 0 })).toEqual([]);
+  });
+
+  it('shortens a reason for its cell', () => {
+    const key = 'k:149c28e4323d';
+    expect(shortReason({ layer: 'affinity', key, reason: `affinity: key ${key} stays on chaos-1 (bound 3 s ago)` })).toBe('stays on chaos-1 (bound 3 s ago)');
+    expect(shortReason({ layer: 'score', key, reason: `new key ${key}: lowest load score 0.0 is chaos-1` })).toBe('new key: lowest load score 0.0 is chaos-1');
+    expect(shortReason({ layer: 'only', key: null, reason: 'the group has one member' })).toBe('the group has one member');
   });
 });

@@ -83,6 +83,17 @@ export function decisionFlags(d: Pick<Decision, 'degraded' | 'attempt'>): string
   return f;
 }
 
+/**
+ * A decision's reason for a one-line cell: without the layer's name in front and without the
+ * key's fingerprint (both have columns of their own). The detail shows the whole sentence.
+ */
+export function shortReason(d: Pick<Decision, 'reason' | 'layer' | 'key'>): string {
+  let r = d.reason;
+  if (r.startsWith(d.layer + ': ')) r = r.slice(d.layer.length + 2);
+  if (d.key) r = r.split(`key ${d.key} `).join('').split(`key ${d.key}:`).join('key:');
+  return r;
+}
+
 /** Seconds as a short age: 42s, 3m 5s, 2h 10m. */
 export function secs(s: number): string {
   if (s < 60) return `${Math.round(s)}s`;

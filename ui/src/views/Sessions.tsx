@@ -5,14 +5,14 @@
  * decisions (`/api/decisions`, then live `route` events), filtered by the selected session's
  * key and by group, one of them opened with every candidate and each layer's verdict.
  */
-import { useEffect, useMemo, useState } from 'react';
+import { Fragment, useEffect, useMemo, useState } from 'react';
 import { Group, Panel, Separator } from 'react-resizable-panels';
 import { setSessions, useApp } from '../store/app';
 import { api } from '../api/client';
 import { subscribe } from '../api/events';
 import { ago, clock, num } from '../lib/format';
 import { useListNav } from '../lib/useListNav';
-import { decisionFlags, filterDecisions, keyLabels, MAX_DECISIONS, mergeDecisions, secs, sessionFingerprint, successPct } from '../lib/routing';
+import { decisionFlags, shortReason, filterDecisions, keyLabels, MAX_DECISIONS, mergeDecisions, secs, sessionFingerprint, successPct } from '../lib/routing';
 import type { Decision, GroupView, UpstreamBinding } from '../api/types';
 
 const GROUPS_POLL_MS = 2_000;
@@ -22,7 +22,7 @@ function Bindings({ bs }: { bs: UpstreamBinding[] | undefined }) {
   return (
     <div className="col" style={{ gap: 2 }}>
       {bs.map((b, i) => (
-        <div key={i} className="row">
+        <div key={i} className="row nowrap">
           <span className="mono">{b.server}</span>
           <span className="faint">→</span>
           <span className="tag mono">{b.upstream_session ?? 'stateless'}</span>
@@ -32,6 +32,12 @@ function Bindings({ bs }: { bs: UpstreamBinding[] | undefined }) {
       ))}
     </div>
   );
+}
+
+/** `tool "read"` → a faint kind and the name, unquoted. */
+function targetCell(t: string) {
+  const m = /^(\w+) "(.*)"$/.exec(t);
+  return m ? <><span className="faint">{m[1]}</span> {m[2]}</> : t;
 }
 
 function clientOf(info: unknown): string {
@@ -105,26 +111,35 @@ function DecisionDetail({ d, labels }: { d: Decision | null; labels: Map<string,
         <span className="muted">{clock(d.at_ms)}</span>
       </div>
       <div className="reason" data-testid="decision-reason">{d.reason}</div>
-      <table className="grid" data-testid="candidates">
-        <thead><tr><th>Candidate</th><th>Layer 1</th><th className="num">Score</th><th className="num">In flight</th><th className="num">EWMA</th><th className="num">CPU</th><th>Overloaded</th><th>Affinity</th></tr></thead>
+      <table className="grid compact" data-testid="candidates">
+        <thead><tr><th>Candidate</th><th>Layer 1</th><th className="num">Score</th><th className="num">In flight</th><th className="num">EWMA</th><th className="num">CPU</th><th title="Score above the overload threshold: no new keys">Overload</th></tr></thead>
         <tbody>
-          {d.candidates.length === 0 && <tr><td colSpan={8} className="empty">No candidates.</td></tr>}
-          {d.candidates.map((c) => (
-            <tr key={c.server} className={c.server === d.chosen ? 'chosen' : ''} data-chosen={c.server === d.chosen ? 'true' : undefined}>
-              <td className="mono">{c.server === d.chosen ? '▸ ' : ''}{c.server}</td>
-              <td className={c.rejected ? 'bad' : 'ok'}>{c.rejected ?? 'matched'}</td>
-              <td className="num">{c.score === null ? '—' : num(c.score, 1)}</td>
-              <td className="num">{c.in_flight}</td>
-              <td className="num">{c.ewma_ms === null ? '—' : `${num(c.ewma_ms, 1)} ms`}</td>
-              <td className="num">{c.cpu_percent === null ? '—' : `${num(c.cpu_percent, 0)} %`}</td>
-              <td className={c.overloaded ? 'bad' : 'faint'}>{c.overloaded ? 'yes' : 'no'}</td>
-              <td className="muted">{c.affinity ?? '—'}</td>
-            </tr>
-          ))}
+          {d.candidates.length === 0 && <tr><td colSpan={7} className="empty">No candidates.</td></tr>}
+          {d.candidates.map((c) => {
+            const chosen = c.server === d.chosen;
+            return (
+              <Fragment key={c.server}>
+                <tr className={`cand ${chosen ? 'chosen' : ''} ${c.affinity ? 'hasaff' : ''}`} data-chosen={chosen ? 'true' : undefined} data-server={c.server}>
+                  <td className="mono nowrap">{chosen ? '▸ ' : ''}{c.server}</td>
+                  <td className={c.rejected ? 'bad' : 'ok'}>{c.rejected ?? 'matched'}</td>
+                  <td className="num">{c.score === null ? '—' : num(c.score, 1)}</td>
+                  <td className="num">{c.in_flight}</td>
+                  <td className="num nowrap">{c.ewma_ms === null ? '—' : `${num(c.ewma_ms, 1)} ms`}</td>
+                  <td className="num nowrap">{c.cpu_percent === null ? '—' : `${num(c.cpu_percent, 0)} %`}</td>
+                  <td className={c.overloaded ? 'bad' : 'faint'}>{c.overloaded ? 'yes' : 'no'}</td>
+                </tr>
+                {c.affinity && (
+                  <tr className={`affrow ${chosen ? 'chosen' : ''}`}>
+                    <td colSpan={7} className="muted"><span className="faint">affinity:</span> {c.affinity}</td>
+                  </tr>
+                )}
+              </Fragment>
+            );
+          })}
         </tbody>
       </table>
       <dl className="kv">
-        <dt>key</dt><dd>{d.key ?? 'no affinity key'}{d.key && labels.has(d.key) ? ` · ${labels.get(d.key)}` : ''} <span className="faint">({d.key_source})</span></dd>
+        <dt>key</dt><dd>{d.key ?? 'no affinity key'}{d.key && labels.has(d.key) ? ` · ${labels.get(d.key)}` : ''} <span className="faint nowrap">({d.key_source})</span></dd>
         <dt>dropped</dt><dd data-testid="decision-dropped">{d.dropped.length ? d.dropped.join(', ') : 'none'}</dd>
         <dt>excluded</dt><dd data-testid="decision-excluded">{d.excluded.length ? d.excluded.join(', ') : 'none'}</dd>
         <dt>attempt</dt><dd>{d.attempt}</dd>
@@ -241,7 +256,7 @@ export function SessionsView() {
         <span className="muted">{sessions.length} sessions · {callers.length} callers · {(groups ?? []).length} replica groups · {decisions.length} decisions</span>
       </div>
       <Group orientation="vertical" style={{ flex: 1, minHeight: 0 }}>
-        <Panel defaultSize="44" minSize="15">
+        <Panel defaultSize="41" minSize="15">
           <div className="pane scroll pad">
             <div className="sessgrid">
               <div className="col" style={{ gap: 12, minWidth: 0 }}>
@@ -258,7 +273,7 @@ export function SessionsView() {
                           <tr key={s.tag} data-key={fp ?? ''} className={`click ${selSession === i ? 'sel' : ''}`} onClick={() => (selSession === i && keyFilter ? (setSelSession(-1), setKeyFilter(null)) : pickSession(i))}>
                             <td className="mono nowrap">{s.tag}{s.ended ? <span className="faint"> (ended)</span> : null}<div className="faint">key {fp ?? '—'}</div></td>
                             <td>{clientOf(s.client_info)} <span className="faint">{s.transport} · {s.requests} req</span></td>
-                            <td className="mono">{s.protocol_version}</td>
+                            <td className="mono nowrap">{s.protocol_version}</td>
                             <td className="muted nowrap">{ago(s.last_seen_ms)}</td>
                             <td className="num">{fp ? (perKey.get(fp) ?? 0) : '—'}</td>
                             <td><Bindings bs={s.bindings} /></td>
@@ -278,7 +293,7 @@ export function SessionsView() {
                         <tr key={c.key} className={`click ${selSession === sessions.length + i ? 'sel' : ''}`} onClick={() => pickSession(sessions.length + i)}>
                           <td className="mono">{c.key}</td>
                           <td>{c.name ?? '—'}{c.version ? <span className="faint"> {c.version}</span> : null} <span className="faint">{c.transport}</span></td>
-                          <td className="mono">{c.protocol_version ?? '—'}</td>
+                          <td className="mono nowrap">{c.protocol_version ?? '—'}</td>
                           <td className="num">{c.requests}</td>
                           <td className="muted nowrap">{ago(c.last_seen_ms)}</td>
                           <td><Bindings bs={c.bindings} /></td>
@@ -301,7 +316,7 @@ export function SessionsView() {
         <Separator className="sep" />
         <Panel minSize="20">
           <Group orientation="horizontal" style={{ height: '100%' }}>
-            <Panel defaultSize="58" minSize="30">
+            <Panel defaultSize="64" minSize="30">
               <div className="pane" data-testid="decisions-pane">
                 <div className="legtitle" style={{ alignItems: 'center' }}>
                   <span>Routing decisions</span>
@@ -320,18 +335,19 @@ export function SessionsView() {
                 {decErr && <div className="errline pad">{decErr}</div>}
                 <div className="scroll" style={{ flex: 1 }}>
                   <table className="grid decisions" data-testid="decisions">
+                    <colgroup><col style={{ width: 90 }} /><col style={{ width: 150 }} /><col style={{ width: 58 }} /><col style={{ width: 122 }} /><col style={{ width: 66 }} /><col style={{ width: 72 }} /><col /><col style={{ width: 62 }} /></colgroup>
                     <thead><tr><th>Time</th><th>Target</th><th>Group</th><th>Key</th><th>Chosen</th><th>Layer</th><th>Reason</th><th>Flags</th></tr></thead>
                     <tbody>
                       {shown.length === 0 && <tr><td colSpan={8} className="empty">{decisions.length ? 'No decisions match the filter.' : 'No routing decisions yet: they appear as calls are routed.'}</td></tr>}
                       {shown.map((d, i) => (
                         <tr key={d.id} data-id={d.id} className={`click ${i === selIdx ? 'sel' : ''}`} onClick={() => pickDecision(i)}>
                           <td className="mono nowrap muted">{clock(d.at_ms)}</td>
-                          <td className="mono nowrap">{d.target}</td>
-                          <td className="mono">{d.group}</td>
-                          <td className="mono nowrap" title={d.key ?? ''}>{d.key ? (labels.get(d.key)?.replace(/ \(s-.*\)$/, '') ?? d.key) : <span className="faint">—</span>}</td>
-                          <td className="mono">{d.chosen ?? <span className="bad">refused</span>}</td>
+                          <td className="mono clip" title={d.target}>{targetCell(d.target)}</td>
+                          <td className="mono clip">{d.group}</td>
+                          <td className="mono clip" title={d.key ?? ''}>{d.key ? (labels.get(d.key)?.replace(/ \(s-.*\)$/, '') ?? d.key) : <span className="faint">—</span>}</td>
+                          <td className="mono clip">{d.chosen ?? <span className="bad">refused</span>}</td>
                           <td><span className="tag">{d.layer}</span></td>
-                          <td className="clip muted" title={d.reason}>{d.reason}</td>
+                          <td className="clip muted" title={d.reason}>{shortReason(d)}</td>
                           <td className="nowrap">{decisionFlags(d).map((f) => <span key={f} className="pill st-degraded">{f}</span>)}</td>
                         </tr>
                       ))}
