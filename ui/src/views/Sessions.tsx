@@ -256,7 +256,7 @@ export function SessionsView() {
         <span className="muted">{sessions.length} sessions · {callers.length} callers · {(groups ?? []).length} replica groups · {decisions.length} decisions</span>
       </div>
       <Group orientation="vertical" style={{ flex: 1, minHeight: 0 }}>
-        <Panel defaultSize="41" minSize="15">
+        <Panel defaultSize="45" minSize="15">
           <div className="pane scroll pad">
             <div className="sessgrid">
               <div className="col" style={{ gap: 12, minWidth: 0 }}>
