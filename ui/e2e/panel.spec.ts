@@ -168,15 +168,30 @@ test('sessions & affinity: the chaos group, its bindings, and routing decisions 
   await c.callTool({ name: read as string, arguments: { key: 'live' } });
   await expect(decisions.locator('tbody tr')).toHaveCount(10);
 
-  // Group filter, then one decision opened with its candidates.
+  // The bound replica refuses calls as overloaded (HTTP 503): the call is retried elsewhere,
+  // and that attempt is a decision of its own, flagged as a retry, the bound replica excluded.
+  const bound = api.find((d) => d.group === 'chaos')?.chosen as string;
+  const control = new URL('/chaos/faults', stack.chaos.find((x) => x.name === bound)?.url).toString();
+  expect((await request.post(control, { data: { overload: true } })).ok()).toBe(true);
+  await c.callTool({ name: read as string, arguments: { key: 'after overload' } });
+  expect((await request.post(control, { data: { overload: false } })).ok()).toBe(true);
+  const retry = decisions.locator('tbody tr', { hasText: 'retry' }).first();
+  await expect(retry).toBeVisible();
+  // Let the bindings pane's next poll (every 2 s) show where the key went after the retry.
+  await page.waitForTimeout(2_200);
+
+  // Group filter: only the chaos group's decisions (the session's echo went to "everything").
   await page.getByTestId('group-filter').selectOption('chaos');
-  await expect(decisions.locator('tbody tr')).toHaveCount(9);
+  await expect(decisions.locator('tbody tr', { hasText: 'everything' })).toHaveCount(0);
+  await expect(decisions.locator('tbody tr').first()).toContainText('chaos');
   await shot(page, 'sessions');
-  await decisions.locator('tbody tr').nth(1).click();
+  await retry.click();
   const detail = page.getByTestId('decision-detail');
   await expect(detail).toBeVisible();
   await expect(page.getByTestId('candidates').locator('tbody tr.cand')).toHaveCount(3);
   await expect(page.getByTestId('candidates').locator('tr[data-chosen="true"]')).toHaveCount(1);
+  await expect(page.getByTestId('candidates').locator('tr[data-chosen="true"]')).not.toContainText(bound);
+  await expect(page.getByTestId('decision-excluded')).toHaveText(bound);
   await expect(page.getByTestId('decision-reason')).not.toBeEmpty();
   // Keyboard: j moves to the next decision.
   const before = await page.getByTestId('decision-detail').locator('dd').last().textContent();

@@ -28,6 +28,8 @@ export interface Stack {
   token: string;
   mcp: string;
   fixtureUrl: string;
+  /** The chaos replicas: server name and MCP URL (the control API is on the same listener). */
+  chaos: { name: string; url: string }[];
   pids: { router: number; fixture: number; chaos: number[]; preview?: number };
   work: string;
 }
@@ -181,6 +183,7 @@ labels = ["chaos"]
     token,
     mcp: `${u.origin}/mcp`,
     fixtureUrl,
+    chaos: chaos.map((c) => ({ name: c.name, url: c.url })),
     pids: { router: router.pid ?? 0, fixture: fixture.pid ?? 0, chaos: chaos.map((c) => c.child.pid ?? 0), preview: previewPid },
     work,
   };

@@ -108,7 +108,6 @@ function DecisionDetail({ d, labels }: { d: Decision | null; labels: Map<string,
         <span className={`pill st-${d.chosen ? 'ok' : 'failed'}`} data-testid="decision-chosen">{d.chosen ?? 'refused'}</span>
         <span className="tag">{d.layer}</span>
         {decisionFlags(d).map((f) => <span key={f} className="pill st-degraded">{f}</span>)}
-        <span className="muted">{clock(d.at_ms)}</span>
       </div>
       <div className="reason" data-testid="decision-reason">{d.reason}</div>
       <table className="grid compact" data-testid="candidates">
@@ -142,6 +141,7 @@ function DecisionDetail({ d, labels }: { d: Decision | null; labels: Map<string,
         <dt>key</dt><dd>{d.key ?? 'no affinity key'}{d.key && labels.has(d.key) ? ` · ${labels.get(d.key)}` : ''} <span className="faint nowrap">({d.key_source})</span></dd>
         <dt>dropped</dt><dd data-testid="decision-dropped">{d.dropped.length ? d.dropped.join(', ') : 'none'}</dd>
         <dt>excluded</dt><dd data-testid="decision-excluded">{d.excluded.length ? d.excluded.join(', ') : 'none'}</dd>
+        <dt>at</dt><dd>{clock(d.at_ms)}</dd>
         <dt>attempt</dt><dd>{d.attempt}</dd>
         <dt>id</dt><dd>{d.id}</dd>
       </dl>
@@ -153,7 +153,8 @@ export function SessionsView() {
   const data = useApp((s) => s.sessions);
   const version = useApp((s) => s.sessionsVersion);
   const [err, setErr] = useState<string | null>(null);
-  const [selSession, setSelSession] = useState(-1);
+  // The selected session or caller, by its tag or key (rows reorder as they are seen).
+  const [selRow, setSelRow] = useState<string | null>(null);
   const [focus, setFocus] = useState<'sessions' | 'decisions'>('decisions');
   const [groups, setGroups] = useState<GroupView[] | null>(null);
   const [groupsErr, setGroupsErr] = useState<string | null>(null);
@@ -231,6 +232,9 @@ export function SessionsView() {
     return m;
   }, [decisions]);
   const selIdx = shown.findIndex((d) => d.id === selId);
+  const rowIds = useMemo(() => [...sessions.map((s) => s.tag), ...callers.map((c) => c.key)], [sessions, callers]);
+  const selSession = selRow === null ? -1 : rowIds.indexOf(selRow);
+  const setSelSession = (i: number) => setSelRow(rowIds[i] ?? null);
   const selected = selIdx >= 0 ? (shown[selIdx] ?? null) : null;
 
   const pickSession = (i: number) => {
@@ -256,7 +260,7 @@ export function SessionsView() {
         <span className="muted">{sessions.length} sessions · {callers.length} callers · {(groups ?? []).length} replica groups · {decisions.length} decisions</span>
       </div>
       <Group orientation="vertical" style={{ flex: 1, minHeight: 0 }}>
-        <Panel defaultSize="45" minSize="15">
+        <Panel defaultSize="50" minSize="15">
           <div className="pane scroll pad">
             <div className="sessgrid">
               <div className="col" style={{ gap: 12, minWidth: 0 }}>
@@ -335,7 +339,7 @@ export function SessionsView() {
                 {decErr && <div className="errline pad">{decErr}</div>}
                 <div className="scroll" style={{ flex: 1 }}>
                   <table className="grid decisions" data-testid="decisions">
-                    <colgroup><col style={{ width: 90 }} /><col style={{ width: 150 }} /><col style={{ width: 58 }} /><col style={{ width: 122 }} /><col style={{ width: 66 }} /><col style={{ width: 72 }} /><col /><col style={{ width: 62 }} /></colgroup>
+                    <colgroup><col style={{ width: 90 }} /><col style={{ width: 150 }} /><col style={{ width: 58 }} /><col style={{ width: 122 }} /><col style={{ width: 66 }} /><col style={{ width: 72 }} /><col /><col style={{ width: 84 }} /></colgroup>
                     <thead><tr><th>Time</th><th>Target</th><th>Group</th><th>Key</th><th>Chosen</th><th>Layer</th><th>Reason</th><th>Flags</th></tr></thead>
                     <tbody>
                       {shown.length === 0 && <tr><td colSpan={8} className="empty">{decisions.length ? 'No decisions match the filter.' : 'No routing decisions yet: they appear as calls are routed.'}</td></tr>}
