@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use axum::Router;
 use switchboard_admin::{AdminState, AdminToken, Listeners};
+use switchboard_gateway::registration::Registration;
 use switchboard_gateway::{Gateway, GatewayConfig};
 use switchboard_router::{EventBus, Registry};
 use switchboard_store::{Store, StoreConfig};
@@ -126,6 +127,8 @@ pub struct App {
     events: EventBus,
     blobs: BlobStore,
     gateway: Gateway,
+    /// Self-registration (`/register`, `/confirm`, `/status`).
+    registration: Registration,
     /// The endpoint's settings; its per-instance state (parked calls, subscriptions, change
     /// notes) is shared with the gateway's copy.
     endpoint: Arc<EndpointConfig>,
@@ -260,7 +263,16 @@ impl App {
         );
         // More `/api` routes (the diagnosis routes) join the admin API here, behind its guard.
         let extra_api = crate::diagnosis::routes::routes(diagnosis.clone());
+        // Self-registration sits beside `/mcp` behind the same token, checked by its own guard
+        // so refusals come in the protocol's error shape.
+        let registration = Registration::new(
+            registry.clone(),
+            config.router.registration.clone(),
+            config.router.registration_paths.clone(),
+            options.token.clone(),
+        );
         let router = crate::http::with_token(crate::http::router_with(state, &gateway), options.token)
+            .merge(registration.router())
             .merge(admin.router(extra_api));
         Ok(App {
             registry,
@@ -268,6 +280,7 @@ impl App {
             events,
             blobs,
             gateway,
+            registration,
             endpoint,
             router,
             admin,
@@ -343,6 +356,11 @@ impl App {
     /// The MCP endpoint.
     pub fn gateway(&self) -> &Gateway {
         &self.gateway
+    }
+
+    /// Self-registration: the servers registered, and its settings (swapped on reload).
+    pub fn registration(&self) -> &Registration {
+        &self.registration
     }
 
     /// The endpoint's settings and its live per-instance state: calls parked for a client's

@@ -15,6 +15,7 @@ mod edge;
 mod endpoint;
 mod harness;
 mod notifications;
+mod registration;
 mod scripted;
 mod security;
 mod serve_flags;
