@@ -120,3 +120,57 @@ async fn registration_needs_the_token_when_one_is_set() {
     let (status, answer) = post(&env, "/register", &body, Some("s3cret")).await;
     assert_eq!(status, 200, "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switchboard_register_keeps_reporting_and_deregisters_on_sigterm() {
+    use tokio::io::AsyncBufReadExt;
+    let h = Harness::new()
+        .token("tok")
+        .config(|c| c.router.registration.load_sampling_interval = std::time::Duration::from_millis(100));
+    let fx = h.fixture(Era::Both, Profile::Basic).await;
+    let env = h.start().await;
+    let refused = tokio::process::Command::new(crate::switchboard())
+        .args(["register", "--router", &env.base, "--server-id", "cli-1", "--url", &fx.url])
+        .args(["--capabilities", "tools,visoin", "--token-env", "REG_TOKEN"])
+        .env("REG_TOKEN", "tok")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.starts_with("register failed: /register: unknown-capability: unknown capability label \"visoin\" for server \"cli-1\": did you mean \"vision\"?"),
+        "{stderr}"
+    );
+
+    let mut child = tokio::process::Command::new(crate::switchboard())
+        .args(["register", "--router", &env.base, "--server-id", "cli-1", "--url", &fx.url])
+        .args(["--capabilities", "tools,vision", "--token-env", "REG_TOKEN", "--keep"])
+        .env("REG_TOKEN", "tok")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(PATIENCE, lines.next_line()).await.unwrap().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let registered = next().await;
+    assert_eq!(registered["capabilities"], json!(["tools", "vision"]), "{registered}");
+    assert_eq!(registered["metadata"]["load_sampling_interval_ms"], 100);
+    assert_eq!(next().await, json!({"server_id": "cli-1", "state": "ready"}));
+    let entry = env.registry().entry("cli-1").unwrap();
+    assert_eq!(entry.state().0, ServerState::Ready);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while entry.load().fresh_report(std::time::Duration::from_secs(60)).is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "no status report arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert_eq!(next().await, json!({"server_id": "cli-1", "drained_calls": 0}));
+    let status = tokio::time::timeout(PATIENCE, child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(env.registry().entry("cli-1").is_none(), "deregistered on SIGTERM");
+}
