@@ -14,6 +14,7 @@ mod downstream;
 mod edge;
 mod endpoint;
 mod harness;
+mod limits;
 mod notifications;
 mod registration;
 mod scripted;
