@@ -17,6 +17,7 @@ mod harness;
 mod limits;
 mod notifications;
 mod registration;
+mod reload;
 mod scripted;
 mod security;
 mod serve_flags;
