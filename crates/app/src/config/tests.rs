@@ -239,3 +239,13 @@ fn router_table_registration_and_scheduler_keys() {
         assert!(e.contains(key), "{text}: {e}");
     }
 }
+
+#[test]
+fn the_commented_example_parses() {
+    let text = include_str!("../../../../docs/switchboard.example.toml");
+    let c = parse(text, "docs/switchboard.example.toml", &[], None).unwrap();
+    assert_eq!(c.servers.len(), 2);
+    assert_eq!(c.router.scheduler, switchboard_router::SchedulerConfig::default());
+    let remote = c.servers.iter().find(|s| s.name == "remote").unwrap();
+    assert_eq!(remote.limits.read_timeout, Some(Duration::from_secs(60)));
+}
