@@ -340,3 +340,69 @@ async fn deregister_inner(reg: &Registration, id: String) -> Answer {
     tracing::info!(server = %id, drained, "registered server deregistered");
     Ok(Json(json!({"server_id": id, "drained_calls": drained})).into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use switchboard_router::config::{ServerToml, spec_from_toml};
+    use switchboard_router::{EventBus, Registry, RegistryConfig};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::registration::{RegistrationConfig, RegistrationPaths};
+
+    /// A registration of a server that is never connected (disabled), confirmed.
+    async fn registered(drain_wait: Duration) -> (Registration, Registry) {
+        let registry =
+            Registry::new(RegistryConfig::default(), None, EventBus::default(), CancellationToken::new());
+        let table = ServerToml {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            enabled: Some(false),
+            ..Default::default()
+        };
+        registry.add(spec_from_toml("fx", table, SOURCE).unwrap()).await.unwrap();
+        let config = RegistrationConfig { drain_wait, ..RegistrationConfig::default() };
+        let reg = Registration::new(registry.clone(), config, RegistrationPaths::default(), None);
+        reg.shared.lock().insert(
+            "fx".into(),
+            Registered {
+                phase: Phase::Confirmed,
+                capabilities: vec!["tools".into()],
+                encodings: vec!["json".into()],
+            },
+        );
+        (reg, registry)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_waits_for_the_calls_in_flight_but_not_forever() {
+        let (reg, registry) = registered(Duration::from_secs(30)).await;
+        let entry = registry.entry("fx").unwrap();
+        let _stuck = entry.load().begin();
+        let started = tokio::time::Instant::now();
+        let answer = deregister_inner(&reg, "fx".into()).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert!(started.elapsed() >= Duration::from_secs(30), "it waited the whole drain");
+        assert!(entry.load().draining());
+        assert!(registry.entry("fx").is_none(), "removed once the wait ran out");
+        assert!(reg.registered().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_ends_when_the_last_call_does() {
+        let (reg, registry) = registered(Duration::from_secs(30)).await;
+        let entry = registry.entry("fx").unwrap();
+        let call = entry.load().begin();
+        let started = tokio::time::Instant::now();
+        let finisher = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            drop(call);
+        });
+        deregister_inner(&reg, "fx".into()).await.unwrap();
+        finisher.await.unwrap();
+        let took = started.elapsed();
+        assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(3), "{took:?}");
+        assert!(registry.entry("fx").is_none());
+    }
+}
