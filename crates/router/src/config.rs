@@ -14,7 +14,10 @@ use sha2::{Digest, Sha256};
 use switchboard_transport::TransportKind;
 use switchboard_transport::stdio::RestartPolicy;
 
+pub use self::limits::UpstreamLimits;
 use crate::Error;
+
+mod limits;
 
 /// Default period of catalog refreshes.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
@@ -165,6 +168,9 @@ pub struct ServerSpec {
     /// Per-server refresh period override.
     #[serde(skip)]
     pub refresh_interval: Option<Duration>,
+    /// Pool size and timeouts (see [`UpstreamLimits`]).
+    #[serde(skip)]
+    pub limits: UpstreamLimits,
     /// Where the definition came from (file path or "flags").
     pub source: String,
 }
@@ -262,6 +268,14 @@ pub struct ServerToml {
     /// Stdio restart policy.
     #[serde(default)]
     pub restart: RestartToml,
+    /// Concurrent connections (see [`UpstreamLimits`] for the per-transport meaning).
+    pub pool: Option<usize>,
+    /// Connect timeout, ms.
+    pub connect_timeout_ms: Option<u64>,
+    /// Read (silence) timeout, ms.
+    pub read_timeout_ms: Option<u64>,
+    /// Write (acknowledgement) timeout, ms; below `read_timeout_ms`.
+    pub write_timeout_ms: Option<u64>,
 }
 
 /// `[servers.NAME.restart]`.
@@ -292,6 +306,7 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             "server name {name:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
         )));
     }
+    let limits = UpstreamLimits::from_toml(name, &t).map_err(err)?;
     let transport = match (&t.command, &t.url, &t.builtin) {
         (None, None, Some(server)) => {
             if !valid_name(server) {
@@ -368,6 +383,7 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
         enabled: t.enabled.unwrap_or(true),
         restart,
         refresh_interval: t.refresh_interval_secs.map(|s| Duration::from_secs(s).max(MIN_REFRESH)),
+        limits,
         source: source.to_owned(),
     })
 }

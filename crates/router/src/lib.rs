@@ -20,6 +20,7 @@ pub mod dedicated;
 pub mod error;
 pub mod events;
 pub mod federation;
+pub mod labels;
 pub mod registry;
 pub mod route;
 pub mod schedule;

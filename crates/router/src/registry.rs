@@ -18,13 +18,15 @@
 //!
 //! The parts: `entry` (one server and its state changes), `view` (what the CLI and the UI
 //! see of it), `supervise` (connect, watch, reconnect), `listing` (catalogs and their
-//! events), `load` (calls in flight, latency, status reports, draining), `handshake` (the records of every attempt), `health` (probes and the circuit breaker), `negotiation` (an event per step of
+//! events), `load` (calls in flight, latency, status reports, draining), `handshake` (the records of every attempt), `hold` (self-registered servers kept from
+//! routing until confirmed), `health` (probes and the circuit breaker), `negotiation` (an event per step of
 //! each) and `sessions` (which connection a
 //! caller's request goes through).
 
 mod entry;
 mod handshake;
 mod health;
+mod hold;
 mod listing;
 mod load;
 mod negotiation;
@@ -46,6 +48,7 @@ use tokio_util::task::TaskTracker;
 use self::entry::{Listed, StateCell, read};
 pub use self::entry::{ServerEntry, ServerState};
 pub use self::handshake::{failure_record, success_record};
+pub use self::hold::{HELD_REASON, HeldOutcome};
 pub use self::listing::list_catalog;
 pub use self::load::{InFlight, Load, LoadReport};
 pub use self::sessions::MAX_CAPABILITY_SESSIONS;
@@ -183,10 +186,14 @@ impl Registry {
     /// name is reserved before anything is awaited, so of two concurrent adds of one name
     /// exactly one succeeds), [`Error::Store`] when it cannot be persisted.
     pub async fn add(&self, spec: ServerSpec) -> Result<String, Error> {
+        self.add_with(spec, false).await
+    }
+
+    async fn add_with(&self, spec: ServerSpec, held: bool) -> Result<String, Error> {
         let id = spec.server_id();
         let _reservation = self.inner.reserve_name(&spec)?;
         let mut era_hint = None;
-        let reason = if spec.enabled { "registered; connecting" } else { "disabled in configuration" };
+        let reason = if spec.enabled { hold::CONNECTING_REASON } else { "disabled in configuration" };
         if let Some(store) = &self.inner.store {
             let previous = store.server(&id).await?;
             era_hint = previous.as_ref().and_then(|p| p.era.as_deref()).and_then(parse_era);
@@ -226,7 +233,11 @@ impl Registry {
             sessions: Mutex::new(HashMap::new()),
             calls: Arc::default(),
             load: Arc::default(),
+            hold: Mutex::default(),
         });
+        if held {
+            Inner::hold(&entry);
+        }
         // Inserted before the reservation is released (on return), so the name is never free in between.
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
         self.inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
@@ -288,9 +299,11 @@ impl Registry {
         loop {
             let notified = self.inner.changed.notified();
             let views = self.servers();
-            let pending = views
-                .iter()
-                .any(|v| v.state == ServerState::Pending && v.reason != "disabled in configuration");
+            let pending = views.iter().any(|v| {
+                v.state == ServerState::Pending
+                    && v.reason != "disabled in configuration"
+                    && v.reason != HELD_REASON
+            });
             if !pending || tokio::time::Instant::now() >= deadline {
                 return views;
             }

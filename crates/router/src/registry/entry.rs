@@ -83,6 +83,8 @@ pub struct ServerEntry {
     pub(super) calls: Arc<CallConnections>,
     /// Calls in flight, latency, status reports, draining (what the scheduler scores).
     pub(super) load: Arc<super::Load>,
+    /// Whether it is held back until confirmed (self-registration).
+    pub(super) hold: Mutex<super::hold::Hold>,
 }
 
 /// The outcome of a server's last completed listing.
@@ -156,6 +158,7 @@ impl Inner {
         reason: String,
         detail: Option<String>,
     ) {
+        let (to, reason) = entry.hold_back(to, reason);
         let from = {
             let mut s = entry.state.write().unwrap_or_else(PoisonError::into_inner);
             if s.state == to && s.reason == reason && s.detail == detail {

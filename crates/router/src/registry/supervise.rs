@@ -116,12 +116,15 @@ pub(super) async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
             (TransportSpec::Http { url, headers }, _) => {
                 let mut cfg = HttpConfig::new(url.clone());
                 cfg.headers = headers.clone();
+                entry.spec.limits.apply_http(&mut cfg);
                 HttpUpstream::new(cfg, tap.clone(), entry.cancel.child_token())
                     .map(|u| u as Arc<dyn Upstream>)
                     .map_err(|e| e.to_string())
             }
             (TransportSpec::Ws { url }, _) => {
-                WsUpstream::connect(WsConfig::new(url.clone()), tap.clone(), entry.cancel.child_token())
+                let mut cfg = WsConfig::new(url.clone());
+                entry.spec.limits.apply_ws(&mut cfg);
+                WsUpstream::connect(cfg, tap.clone(), entry.cancel.child_token())
                     .await
                     .map(|u| u as Arc<dyn Upstream>)
                     .map_err(|e| e.to_string())

@@ -123,7 +123,7 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
             return;
         }
         let resp = tokio::select! {
-            r = inner.client.get(inner.url.clone()).headers(h).send() => r,
+            r = inner.stream_client.get(inner.url.clone()).headers(h).send() => r,
             _ = inner.shutdown.cancelled() => return,
         };
         match resp {
