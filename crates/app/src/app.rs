@@ -188,6 +188,7 @@ impl App {
         let events = options.event_capacity.map(EventBus::new).unwrap_or_default();
         let registry =
             Registry::new(config.registry.clone(), Some(store.clone()), events.clone(), root.child_token());
+        registry.scheduler().set_config(config.router.scheduler.clone());
         let builtins = Builtins::new(&BuiltinsConfig {
             knowledge_db: Some(crate::builtins::knowledge_db_beside(&config.db_path)),
             blob_dir: Some(crate::builtins::blob_dir_beside(&config.db_path)),

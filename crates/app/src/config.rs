@@ -78,6 +78,8 @@ pub struct RouterToml {
     pub session_affinity_window_secs: Option<u64>,
     /// Load score above which an upstream is overloaded (default 150).
     pub overload_threshold: Option<f64>,
+    /// Whether identical servers form a replica group without declaring one (default true).
+    pub detect_replicas: Option<bool>,
     /// Domain capability labels servers may carry, besides MCP's own and the built-in ones.
     #[serde(default)]
     pub labels: Vec<String>,
@@ -120,6 +122,7 @@ impl Default for RouterToml {
             max_fallback_retries: None,
             session_affinity_window_secs: None,
             overload_threshold: None,
+            detect_replicas: None,
             labels: Vec::new(),
             prefix: None,
         }

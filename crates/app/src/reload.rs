@@ -175,6 +175,7 @@ impl Reloader {
             }
         }
         self.registration.set_config(new.router.registration.clone());
+        self.registry.scheduler().set_config(new.router.scheduler.clone());
         self.settings.send_replace(Arc::new(new.router.clone()));
         tracing::info!(?added, ?removed, ?changed, "config reloaded");
         let error = (!errors.is_empty()).then(|| errors.join("; "));

@@ -164,6 +164,9 @@ pub fn settings(r: &RouterToml, source: &str) -> anyhow::Result<RouterSettings> 
         );
         sch.overload_threshold = t;
     }
+    if let Some(on) = r.detect_replicas {
+        sch.detect_replicas = on;
+    }
     for l in &r.labels {
         let ok = !l.is_empty()
             && l.len() <= 64

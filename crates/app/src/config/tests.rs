@@ -244,8 +244,11 @@ fn router_table_registration_and_scheduler_keys() {
 fn the_commented_example_parses() {
     let text = include_str!("../../../../docs/switchboard.example.toml");
     let c = parse(text, "docs/switchboard.example.toml", &[], None).unwrap();
-    assert_eq!(c.servers.len(), 2);
+    assert_eq!(c.servers.len(), 4);
     assert_eq!(c.router.scheduler, switchboard_router::SchedulerConfig::default());
+    let kv: Vec<_> =
+        c.servers.iter().filter(|s| s.group.as_deref() == Some("kv")).map(|s| s.name.as_str()).collect();
+    assert_eq!(kv, ["kv-1", "kv-2"], "replicas declared with group = \"kv\"");
     let remote = c.servers.iter().find(|s| s.name == "remote").unwrap();
     assert_eq!(remote.limits.read_timeout, Some(Duration::from_secs(60)));
 }
