@@ -160,6 +160,10 @@ pub struct ServerSpec {
     /// The replica group it belongs to, when declared (see [`crate::schedule::groups`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// An HTTP path on the server's own host probed with `GET` instead of an MCP `ping`
+    /// (`/healthz`); HTTP servers only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_path: Option<String>,
     /// Disabled servers are listed but never connected.
     pub enabled: bool,
     /// Restart policy of a stdio child.
@@ -261,6 +265,9 @@ pub struct ServerToml {
     /// The replica group it belongs to: its instances share one set of catalog entries.
     #[serde(default)]
     pub group: Option<String>,
+    /// A path on the server's host probed with `GET` (2xx is healthy) instead of MCP `ping`.
+    #[serde(default)]
+    pub health_path: Option<String>,
     /// `false` keeps the server registered but disconnected.
     pub enabled: Option<bool>,
     /// Override of the refresh period, in seconds.
@@ -375,11 +382,24 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             "servers.{name}.group {g:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
         )));
     }
+    if let Some(p) = t.health_path.as_deref() {
+        if !matches!(transport, TransportSpec::Http { .. }) {
+            return Err(err(format!(
+                "servers.{name}.health_path is for HTTP servers (it has no `url` = http://…)"
+            )));
+        }
+        if !p.starts_with('/') || p.len() > 256 || p.contains(char::is_whitespace) {
+            return Err(err(format!(
+                "servers.{name}.health_path {p:?} must be an absolute path like \"/healthz\""
+            )));
+        }
+    }
     Ok(ServerSpec {
         name: name.to_owned(),
         transport,
         labels: t.labels,
         group: t.group,
+        health_path: t.health_path,
         enabled: t.enabled.unwrap_or(true),
         restart,
         refresh_interval: t.refresh_interval_secs.map(|s| Duration::from_secs(s).max(MIN_REFRESH)),

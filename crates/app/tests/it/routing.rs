@@ -3,6 +3,7 @@
 //! switched at run time, and every decision read back with its reason.
 
 mod faults;
+mod health;
 
 use std::collections::BTreeMap;
 
@@ -43,12 +44,12 @@ pub fn replica_of(answer: &Value) -> String {
 }
 
 /// A 2026-07-28 `tools/call` sent with the affinity header `key`.
-async fn call_with_key(env: &Env, key: &str, tool: &str, args: Value) -> Value {
+pub async fn call_with_key(env: &Env, key: &str, tool: &str, args: Value) -> Value {
     send(env.client.post_req(&tool_call(1, tool, args)).header("Switchboard-Affinity-Key", key)).await.1
 }
 
 /// The decisions the scheduler kept, newest first, matching `keep`.
-fn decisions(env: &Env, keep: impl Fn(&Decision) -> bool) -> Vec<Decision> {
+pub fn decisions(env: &Env, keep: impl Fn(&Decision) -> bool) -> Vec<Decision> {
     env.registry().scheduler().decisions(10_000, keep).into_iter().map(|d| (*d).clone()).collect()
 }
 

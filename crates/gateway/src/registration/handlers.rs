@@ -11,6 +11,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde_json::Value;
 use serde_json::json;
 use switchboard_router::config::{ServerToml, spec_from_toml};
 use switchboard_router::labels::{KnownLabels, MCP_CAPABILITIES};
@@ -143,10 +144,21 @@ async fn register_inner(reg: &Registration, b: Result<Bytes, BytesRejection>) ->
     })?;
     let mut reservation = reserve(reg, &id, config.max_servers)?;
     let registry = &reg.shared.registry;
+    // `metadata.group` declares the replica group at registration (docs/routing.md).
+    let group = match req.metadata.get("group") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(g)) => Some(g.clone()),
+        Some(_) => {
+            return Err(RegistrationError::BadRequest(
+                "metadata.group must be a string (a replica group name)".into(),
+            ));
+        }
+    };
     let table = ServerToml {
         url: Some(req.url.clone()),
         transport: Some("http".into()),
         labels: capabilities.iter().filter(|c| !KnownLabels::is_mcp(c)).cloned().collect(),
+        group,
         ..ServerToml::default()
     };
     let spec =

@@ -264,7 +264,12 @@ async fn connect_and_watch(
             _ = entry.refresh_now.notified() => trigger = Some("manual"),
             _ = async { tokio::select! { _ = tokio::time::sleep_until(next_probe) => {}, _ = entry.probe_now.notified() => {} } } => {
                 let timeout = inner.config.probe_timeout;
-                let outcome = probe(&client, timeout).await;
+                let outcome = match (&entry.spec.health_path, &entry.spec.transport) {
+                    (Some(path), crate::config::TransportSpec::Http { url, .. }) => {
+                        super::health::http_probe(url, path, timeout).await
+                    }
+                    _ => probe(&client, timeout).await,
+                };
                 let now = tokio::time::Instant::now();
                 match outcome {
                     Ok(took) => {

@@ -13,7 +13,9 @@ use switchboard_router::ServerState;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Semaphore;
 
-use super::{decisions, harness_of, replica_of, replicas};
+use switchboard_router::schedule::KeySource;
+
+use super::{call_with_key, decisions, harness_of, replica_of, replicas};
 use crate::harness::*;
 
 /// Calls in flight at once in the load tests.
@@ -29,8 +31,14 @@ fn chaos_bin() -> std::path::PathBuf {
 
 /// A replica as a process of its own (so it can be killed), with its MCP URL.
 async fn spawn_replica(id: &str) -> (tokio::process::Child, String) {
+    spawn_replica_with(id, &[]).await
+}
+
+/// [`spawn_replica`] with more flags (`--register`, `--faults`).
+async fn spawn_replica_with(id: &str, extra: &[&str]) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(chaos_bin())
         .args(["--listen", "127.0.0.1:0", "--replica-id", id])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -201,4 +209,53 @@ async fn a_partitioned_replica_is_unavailable_and_comes_back_after_it_heals() {
         seen.insert(replica_of(&env.client.call_tool("whoami", json!({})).await));
     }
     assert!(seen.contains("r3"), "the healed replica serves again: {seen:?}");
+}
+
+/// Replicas as processes of their own that register themselves (`--register`): each reports
+/// its own CPU; the one started overloaded reports 100 % and gets no new keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn self_registered_replicas_report_their_load_and_the_overloaded_one_gets_no_new_keys() {
+    let env = Harness::new().start().await;
+    let mut procs = Vec::new();
+    for i in 1..=3 {
+        let (id, server) = (format!("r{i}"), format!("chaos-{i}"));
+        let mut args = vec!["--register", env.base.as_str(), "--server-id", server.as_str()];
+        if i == 1 {
+            args.extend(["--faults", r#"{"overload": true}"#]);
+        }
+        procs.push(spawn_replica_with(&id, &args).await);
+    }
+    for i in 1..=3 {
+        let name = format!("chaos-{i}");
+        env.registry().wait_for(&name, ServerState::Ready, PATIENCE).await.expect(&name);
+    }
+    let entry = env.registry().entry("chaos-1").unwrap();
+    let age = env.registry().scheduler().config().report_max_age();
+    tokio::time::timeout(PATIENCE, async {
+        while entry.load().fresh_report(age).is_none_or(|r| r.cpu_usage_percent < 100.0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the overloaded replica's status report arrives");
+    let groups = env.api_json("/api/groups").await;
+    assert_eq!(
+        groups[0]["members"].as_array().map(Vec::len),
+        Some(3),
+        "registered replicas are one group: {groups}"
+    );
+    for k in 0..9 {
+        let r = call_with_key(&env, &format!("registered-{k}"), "whoami", json!({})).await;
+        assert_ne!(replica_of(&r), "r1", "{r}");
+    }
+    let d = decisions(&env, |d| d.key_source == KeySource::Header);
+    assert_eq!(d.len(), 9, "no call needed a retry: {d:?}");
+    for x in &d {
+        assert_eq!((x.candidates[0].cpu_percent, x.candidates[0].overloaded), (Some(100.0), true), "{x:?}");
+        assert!(x.reason.contains("overloaded, no new keys: chaos-1"), "{}", x.reason);
+    }
+    assert_eq!(counters(&procs[0].1).await["executions"]["whoami"].as_u64().unwrap_or(0), 0);
+    for (mut child, _) in procs {
+        let _ = child.kill().await;
+    }
 }
