@@ -44,7 +44,7 @@ use switchboard_transport::{FrameEvent, FrameSink, UpstreamEvent};
 use tokio::sync::broadcast;
 use ts_rs::TS;
 
-use crate::schedule::Decision;
+use crate::decision::Decision;
 use crate::schema::Quarantined;
 
 mod diff;

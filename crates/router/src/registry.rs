@@ -50,12 +50,12 @@ pub use self::entry::{ServerEntry, ServerState};
 pub use self::handshake::{failure_record, success_record};
 pub use self::hold::{HELD_REASON, HeldOutcome};
 pub use self::listing::list_catalog;
-pub use self::load::{InFlight, Load, LoadReport};
 pub use self::sessions::MAX_CAPABILITY_SESSIONS;
 pub use self::view::ServerView;
 use crate::catalog::Catalog;
 use crate::config::{RegistryConfig, ServerSpec};
 use crate::events::{EventBus, now_ms};
+pub use crate::load::{InFlight, Load, LoadReport};
 use crate::schedule::{Scheduler, SchedulerConfig};
 use crate::{Error, config, stats};
 

@@ -17,7 +17,6 @@
 
 pub mod affinity;
 pub mod config;
-pub mod decision;
 pub mod groups;
 
 use std::collections::VecDeque;
@@ -25,8 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 pub use self::config::SchedulerConfig;
-pub use self::decision::{Candidate, Decision, KeySource, Layer, fingerprint};
 use self::groups::{Group, Member};
+pub use crate::decision::{self, Candidate, Decision, KeySource, Layer, fingerprint};
 use crate::events::{Event, EventBus, now_ms};
 
 /// Decisions kept for the admin API.
@@ -197,7 +196,7 @@ impl Scheduler {
                 .collect();
             if candidates.iter().any(|c| c.score.is_some()) {
                 let mut d = Decision {
-                    id: decision::next_id(),
+                    id: crate::decision::next_id(),
                     at_ms: now_ms(),
                     target,
                     group: group.name.clone(),
@@ -237,7 +236,7 @@ impl Scheduler {
                         format!("no upstream of {:?} can serve {target}: {}", group.name, why.join("; "))
                     };
                     let d = Decision {
-                        id: decision::next_id(),
+                        id: crate::decision::next_id(),
                         at_ms: now_ms(),
                         target,
                         group: group.name.clone(),
@@ -379,7 +378,7 @@ fn reject(
     if m.load.draining() {
         return Some("draining (deregistered)".into());
     }
-    if m.state != crate::ServerState::Ready {
+    if m.state != crate::state::ServerState::Ready {
         return Some(format!("{}: {}", m.state.as_str(), m.reason));
     }
     if let Some(why) = item.missing(m) {

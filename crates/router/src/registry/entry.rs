@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use serde::Serialize;
 use switchboard_transport::{McpClient, Upstream};
 use switchboard_wire::Era;
 use tokio::sync::{Notify, OnceCell};
@@ -19,31 +18,7 @@ use crate::config::ServerSpec;
 use crate::dedicated::CallConnections;
 use crate::events::{Event, now_ms};
 
-/// Health of a server, as the router sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerState {
-    /// Registered, not (yet) connected.
-    Pending,
-    /// Handshaken and listed; routable.
-    Ready,
-    /// Was ready; now restarting, reconnecting or failing refreshes.
-    Degraded,
-    /// Repeated failures or a crash loop; not routable until it recovers.
-    Unavailable,
-}
-
-impl ServerState {
-    /// Lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerState::Pending => "pending",
-            ServerState::Ready => "ready",
-            ServerState::Degraded => "degraded",
-            ServerState::Unavailable => "unavailable",
-        }
-    }
-}
+pub use crate::state::ServerState;
 
 pub(super) struct StateCell {
     pub(super) state: ServerState,

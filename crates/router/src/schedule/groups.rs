@@ -19,7 +19,8 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
 use crate::config::canonical_json;
-use crate::registry::{Load, ServerState};
+use crate::load::Load;
+use crate::state::ServerState;
 
 /// How a group came to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

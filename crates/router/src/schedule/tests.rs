@@ -7,8 +7,9 @@ use serde_json::json;
 use super::groups::{Formed, Group, Member};
 use super::*;
 use crate::catalog::Catalog;
-use crate::registry::{Load, LoadReport, ServerState};
+use crate::load::{Load, LoadReport};
 use crate::schema::compile_tools;
+use crate::state::ServerState;
 
 struct Tool(&'static str);
 

@@ -1,6 +1,6 @@
 //! The record of one routing decision: which upstreams were candidates, what each layer said of
 //! each, their scores, the one chosen and why. Every decision is published as
-//! [`crate::Event::Route`], kept in the scheduler's bounded ring ([`super::Scheduler::decisions`])
+//! [`crate::Event::Route`], kept in the scheduler's bounded ring ([`crate::schedule::Scheduler::decisions`])
 //! and stored with the request's trace.
 
 use std::sync::OnceLock;
@@ -106,14 +106,17 @@ pub fn fingerprint(key: &str) -> String {
 }
 
 /// A new decision id: a random per-process prefix (from the OS) and a counter.
-pub(super) fn next_id() -> String {
+pub(crate) fn next_id() -> String {
     static PREFIX: OnceLock<String> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let prefix = PREFIX.get_or_init(|| {
         let mut b = [0u8; 6];
         if getrandom::fill(&mut b).is_err() {
             // No OS randomness: the clock still tells processes apart.
-            b.copy_from_slice(&crate::events::now_ms().to_le_bytes()[..6]);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_nanos());
+            b.copy_from_slice(&now.to_le_bytes()[..6]);
         }
         b.iter().map(|x| format!("{x:02x}")).collect()
     });
