@@ -8,7 +8,8 @@
 //!   handshake for WebSocket).
 //! - `read_timeout_ms`: how long the server may stay silent while an answer is awaited (HTTP:
 //!   every read, reset by each byte, so progress notifications extend it; the GET
-//!   notification stream is exempt).
+//!   notification stream is exempt; a silent call fails with "no response within …" and is
+//!   not resumed).
 //! - `write_timeout_ms`: HTTP POSTs that carry no request (notifications, responses,
 //!   cancellations) until the server acknowledges them.
 //!

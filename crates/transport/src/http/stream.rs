@@ -31,6 +31,11 @@ pub(super) async fn pump_sse(
             let chunk = match chunk {
                 Ok(c) => c,
                 Err(e) => {
+                    // The server was silent past the read timeout: resuming would wait again.
+                    if let Some(limit) = inner.config.read_timeout.filter(|_| e.is_timeout()) {
+                        let _ = tx.send(Err(Error::Timeout(limit))).await;
+                        return;
+                    }
                     tracing::debug!(error = %e, "SSE stream broke");
                     break;
                 }
