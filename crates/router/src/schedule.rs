@@ -285,8 +285,10 @@ impl Scheduler {
         }
         // Layer 3: the key's binding.
         let mut moved = None;
-        if let Some(key) = &d.key {
-            if let Some(b) = self.affinity.get(&d.group, key, cfg.affinity_window) {
+        if let Some(key) = &d.key
+            && let Some(b) = self.affinity.get(&d.group, key, cfg.affinity_window)
+        {
+            {
                 let idx = d.candidates.iter().position(|c| c.server == b.server);
                 let rate = b.success_rate();
                 let note = format!(

@@ -105,7 +105,7 @@ impl Affinity {
     pub fn snapshot(&self, limit: usize) -> Vec<(String, String, Binding)> {
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         let mut all: Vec<_> = map.iter().map(|((g, k), b)| (g.clone(), k.clone(), b.clone())).collect();
-        all.sort_by(|a, b| b.2.last.cmp(&a.2.last));
+        all.sort_by_key(|b| std::cmp::Reverse(b.2.last));
         all.truncate(limit);
         all
     }
