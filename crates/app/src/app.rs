@@ -393,6 +393,7 @@ impl App {
             settings: self.settings.clone(),
             status: self.reloads.clone(),
             current,
+            baseline: crate::reload::fingerprint(&config.path),
             config,
         };
         let task = tokio::spawn(reloader.run(self.stages.listeners.child_token()));

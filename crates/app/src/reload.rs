@@ -93,12 +93,15 @@ pub(crate) struct Reloader {
     pub(crate) status: watch::Sender<ReloadStatus>,
     pub(crate) current: AppConfig,
     pub(crate) config: ReloadConfig,
+    /// The file as it was when watching began (read before the task starts, so a change made
+    /// right after `watch_config` is never taken for the baseline).
+    pub(crate) baseline: Fingerprint,
 }
 
 /// What identifies a version of the file.
-type Fingerprint = Option<(SystemTime, [u8; 32])>;
+pub(crate) type Fingerprint = Option<(SystemTime, [u8; 32])>;
 
-fn fingerprint(path: &std::path::Path) -> Fingerprint {
+pub(crate) fn fingerprint(path: &std::path::Path) -> Fingerprint {
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
     let text = std::fs::read(path).ok()?;
     Some((modified, Sha256::digest(&text).into()))
@@ -107,7 +110,7 @@ fn fingerprint(path: &std::path::Path) -> Fingerprint {
 impl Reloader {
     /// Watches until `cancel`.
     pub(crate) async fn run(mut self, cancel: CancellationToken) {
-        let mut last = fingerprint(&self.config.path);
+        let mut last = self.baseline;
         let mut last_hash = last.map(|(_, h)| h);
         loop {
             tokio::select! {

@@ -70,6 +70,13 @@ impl RunningFixture {
     /// Binds and serves `cfg` (over HTTP) until `stop` fires or [`RunningFixture::stop`].
     pub async fn start(mut cfg: FixtureConfig, stop: CancellationToken) -> RunningFixture {
         cfg.transport = TransportKind::Http;
+        // Every fixture a test starts is a server of its own to the router (identical fixtures
+        // would be detected as replicas of one); the routing tests bring replicas themselves.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        if cfg.server_name.is_none() {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            cfg.server_name = Some(format!("switchboard-fixture-{n}"));
+        }
         let f = Fixture::bind(cfg).await.unwrap();
         let url = f.url().unwrap();
         let addr = url.trim_start_matches("http://").split('/').next().unwrap().parse().unwrap();
