@@ -107,6 +107,8 @@ export async function startStack(): Promise<Stack> {
 [router]
 stats_interval_secs = 1
 refresh_interval_secs = ${PROBE_SECS}
+# Domain labels the servers below carry besides the built-in ones (an unknown one is refused).
+labels = ["demo", "fixture", "chaos"]
 
 [endpoint]
 prefix = "always"
