@@ -9,8 +9,9 @@
 # Prints the .deb's path on its last line.
 #
 # The CLI expects tauri.conf.json, the UI's output and the icons under its app directory; this
-# repository keeps tauri.conf.json at its root, so for the CLI's run src-tauri/ gets symlinks
-# to them (removed again afterwards) and TAURI_APP_PATH points at it.
+# repository keeps tauri.conf.json at its root (src-tauri/tauri.conf.json is a committed
+# symlink to it, which tauri-build needs too), so for the CLI's run src-tauri/ also gets
+# symlinks to ui/ and assets/ (removed again afterwards) and TAURI_APP_PATH points at it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROFILE=--debug
@@ -25,7 +26,7 @@ cd "$ROOT"
 export PATH="$ROOT/.cache/node/node_modules/.bin:$PATH"
 [ -f ui/dist/index.html ] || (cd ui && npm run --silent build)
 
-links=(tauri.conf.json ui assets)
+links=(ui assets)
 cleanup() { for l in "${links[@]}"; do [ -L "src-tauri/$l" ] && rm -f "src-tauri/$l"; done; return 0; }
 trap cleanup EXIT
 for l in "${links[@]}"; do ln -sfn "../$l" "src-tauri/$l"; done

@@ -12,6 +12,7 @@
 //! `SWITCHBOARD_DB`), the same configuration `switchboard serve` reads.
 
 mod embedded;
+mod locale;
 mod picker;
 mod shell;
 mod tray;
@@ -53,6 +54,7 @@ fn parse_args() -> anyhow::Result<Args> {
 }
 
 fn main() -> ExitCode {
+    locale::ensure_nameable();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

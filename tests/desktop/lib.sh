@@ -48,13 +48,13 @@ wait_gone() {
 }
 
 # screenshot FILE — the whole X screen, retried until it is not (nearly) one colour: a blank or
-# still-white window has a few colours, the rendered panel (text, cards) thousands.
+# still-white window has a few colours, the rendered panel (text, cards, a chart) over a thousand.
 screenshot() {
   local out=$1 end=$((SECONDS + 60)) colours=0
   while ((SECONDS < end)); do
     /usr/bin/import -window root "$out" 2>/dev/null || true
     colours=$(/usr/bin/convert "$out" -format '%k' info: 2>/dev/null || echo 0)
-    ((colours > 1500)) && { note "screenshot $out ($colours colours)"; return 0; }
+    ((colours > 400)) && { note "screenshot $out ($colours colours)"; return 0; }
     sleep 1
   done
   fail "the screen stayed (nearly) blank for 60s ($colours colours in $out)"
@@ -68,12 +68,15 @@ mcp_json = []
 
 [servers.vision]
 builtin = "vision"
+labels = ["vision", "thermal-analysis"]
 
 [servers.knowledge]
 builtin = "knowledge"
+labels = ["rag", "knowledge"]
 
 [servers.reasoning]
 builtin = "reasoning"
+labels = ["reasoning"]
 
 [servers.fixture]
 command = "$FIXTURE"

@@ -94,8 +94,11 @@ def wait_until(secs, what, check):
 
 
 def text_of(driver, testid):
-    els = driver.find_elements(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
-    return els[0].text if els else ""
+    """The element's text content ("" while it is not there)."""
+    return driver.execute_script(
+        "const e = document.querySelector(`[data-testid=\"${arguments[0]}\"]`); return e ? e.textContent.trim() : '';",
+        testid,
+    )
 
 
 DROP = """
@@ -157,7 +160,7 @@ def main():
 
         # The Overview, live.
         wait.until(lambda d: text_of(d, "conn") == "live", "the panel's event stream to be live")
-        wait.until(lambda d: text_of(d, "card-ready").split()[-1:] == ["4"], "the Overview to show 4 servers ready")
+        wait.until(lambda d: text_of(d, "card-ready").lower() == "ready4", "the Overview to show 4 servers ready")
         log(f"Overview: {text_of(driver, 'card-ready')!r} / {text_of(driver, 'card-unavailable')!r}, stream {text_of(driver, 'conn')}")
         if not driver.execute_script("return !!window.__TAURI_INTERNALS__"):
             raise SystemExit("the panel does not see the desktop shell (window.__TAURI_INTERNALS__ missing)")
@@ -175,6 +178,12 @@ def main():
         else:
             n = driver.execute_script(INPUT, data, name)
             log(f"this WebKit gave the synthetic drop no files; handed {name} to the file input instead ({n} file)")
+        try:
+            wait.until(lambda d: text_of(d, "run-outcome") or text_of(d, "run-error"), "the run to start")
+        finally:
+            log(f"phase {text_of(driver, 'phase')!r}, error {text_of(driver, 'run-error')!r}, outcome {text_of(driver, 'run-outcome')!r}")
+        if text_of(driver, "run-error"):
+            raise SystemExit(f"the upload or run failed: {text_of(driver, 'run-error')}")
         for node in ("vision", "knowledge", "reasoning"):
             wait.until(
                 lambda d, n=node: d.find_element(By.CSS_SELECTOR, f'[data-testid="flow-node-{n}"]').get_attribute("data-status") == "done",
