@@ -50,7 +50,9 @@ pub fn ensure_nameable() {
         .env(var, FALLBACK)
         .env(MARKER, "1")
         .exec();
-    eprintln!("switchboard-desktop: could not re-execute with {var}={FALLBACK} ({err}); the panel may not load");
+    eprintln!(
+        "switchboard-desktop: could not re-execute with {var}={FALLBACK} ({err}); the panel may not load"
+    );
 }
 
 #[cfg(test)]
@@ -58,7 +60,8 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, OsString)> = pairs.iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
+        let pairs: Vec<(String, OsString)> =
+            pairs.iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
         move |k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
     }
 

@@ -47,7 +47,9 @@ fn parse_args() -> anyhow::Result<Args> {
                 std::process::exit(0);
             }
             // Launchers add their own (a desktop entry's field codes, a WebDriver's flags).
-            _ => eprintln!("switchboard-desktop: ignoring the argument {arg:?} (usage: switchboard-desktop [--config FILE] [--db FILE])"),
+            _ => eprintln!(
+                "switchboard-desktop: ignoring the argument {arg:?} (usage: switchboard-desktop [--config FILE] [--db FILE])"
+            ),
         }
     }
     Ok(args)

@@ -35,7 +35,8 @@ pub async fn pick_image(app: AppHandle) -> Result<Option<Picked>, String> {
         return Ok(None);
     };
     let path = picked.into_path().map_err(|e| format!("the picked file: {e}"))?;
-    let size = tokio::fs::metadata(&path).await.map_err(|e| format!("reading {}: {e}", path.display()))?.len();
+    let size =
+        tokio::fs::metadata(&path).await.map_err(|e| format!("reading {}: {e}", path.display()))?.len();
     let limit = switchboard_app::blobs::DEFAULT_MAX_BLOB;
     if size > limit {
         return Err(format!("{} is {size} bytes; images up to {limit} bytes are accepted", path.display()));

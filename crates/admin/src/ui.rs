@@ -137,7 +137,10 @@ mod tests {
     #[test]
     fn pages_carry_the_strict_csp_and_scripts_only_their_own_origin() {
         let page = file("index.html", b"<!doctype html>");
-        assert_eq!(page.headers().get(header::CONTENT_SECURITY_POLICY).map(|v| v.as_bytes()), Some(CSP.as_bytes()));
+        assert_eq!(
+            page.headers().get(header::CONTENT_SECURITY_POLICY).map(|v| v.as_bytes()),
+            Some(CSP.as_bytes())
+        );
         assert!(CSP.contains("script-src 'self';") && !CSP.contains("unsafe-eval"));
         assert!(CSP.contains("frame-ancestors 'none'") && CSP.contains("object-src 'none'"));
         assert!(file("assets/a.js", b"").headers().get(header::CONTENT_SECURITY_POLICY).is_none());
