@@ -89,10 +89,12 @@ part_window() {
   ((subs > 0)) || fail "the window's panel never opened the event stream (/api/overview: no subscriber in 90s)"
   note "the window's panel is connected to the event stream"
   screenshot "$SHOTS/desktop.png"
-  local kids
+  local kids procs
   kids=$(descendants "$APP_PID")
-  describe $kids | grep -q 'mcp-fixture' || { describe $kids >&2; fail "the fixture is not a child of the app"; }
-  note "children of the app: $(describe $kids | awk '{print $2}' | xargs -n1 basename | sort | uniq -c | xargs)"
+  # shellcheck disable=SC2086
+  procs=$(describe $kids)
+  [[ $procs == *mcp-fixture* ]] || { echo "$procs" >&2; fail "the fixture is not a child of the app"; }
+  note "processes under the app: $(echo "$procs" | awk '{print $2}' | xargs -n1 basename | sort | uniq -c | xargs)"
 
   # A second launch hands over to the first instance and exits.
   local rc=0
