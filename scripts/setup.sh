@@ -106,7 +106,7 @@ if [ "$MODE" = test ]; then
 fi
 if [ "$MODE" = test ]; then
   # The desktop tests: a virtual X server and screenshots, WebKit's WebDriver, a session bus.
-  apt_need xvfb xauth imagemagick webkit2gtk-driver dbus-daemon procps curl
+  apt_need xvfb xauth imagemagick webkit2gtk-driver dbus-daemon procps curl x11-utils
   # tauri-driver 2 (the index's newest is a 3.0 alpha), built once into .cache/tauri-driver.
   if [ ! -x "$ROOT/.cache/tauri-driver/bin/tauri-driver" ]; then
     log "installing tauri-driver into .cache/tauri-driver"

@@ -5,7 +5,7 @@
 
 use base64::Engine as _;
 use serde::Serialize;
-use tauri::AppHandle;
+use tauri::{AppHandle, WebviewWindow};
 use tauri_plugin_dialog::DialogExt as _;
 
 /// The image types the diagnosis reads (GTK's filters match case-sensitively: DJI writes `.JPG`).
@@ -20,12 +20,13 @@ pub struct Picked {
     data: String,
 }
 
-/// Opens the dialog; `None` when the operator cancels it.
+/// Opens the dialog over the calling window; `None` when the operator cancels it.
 #[tauri::command]
-pub async fn pick_image(app: AppHandle) -> Result<Option<Picked>, String> {
+pub async fn pick_image(app: AppHandle, window: WebviewWindow) -> Result<Option<Picked>, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     app.dialog()
         .file()
+        .set_parent(&window)
         .set_title("Pick a thermal image")
         .add_filter("Thermal images", &EXTENSIONS)
         .pick_file(move |picked| {

@@ -11,8 +11,9 @@
 #   webdriver  tauri-driver + WebKitWebDriver (tests/desktop/webdriver.py): the remembered
 #              window size comes back, the Overview shows the servers ready, one Diagnosis run
 #              on a real thermal image handed to the page by script ends with its severity
-#              (screenshot -> ui/e2e/screenshots/desktop-diagnosis.png), closing the window
-#              quits the app and no child process is left; tauri-driver stopped with SIGTERM
+#              (screenshot -> ui/e2e/screenshots/desktop-diagnosis.png), the panel's call of the
+#              shell's pick_image opens the native file dialog (desktop-picker.png), closing the
+#              window quits the app and no child process is left; tauri-driver gets SIGTERM
 #   deb        the .deb built by scripts/build-deb.sh installs with apt-get, the installed
 #              /usr/bin/switchboard-desktop starts and serves the panel, quits cleanly, and
 #              the package is removed again

@@ -198,6 +198,26 @@ def main():
         subprocess.run(["/usr/bin/import", "-window", "root", shot], check=True, timeout=60)
         log(f"screenshot {shot}")
 
+        # The native file dialog: the page may call the shell's one command (its capability,
+        # for this origin only, is in place) and the system's dialog opens.
+        driver.execute_script(
+            "window.__pick = 'pending'; window.__TAURI_INTERNALS__.invoke('pick_image')"
+            ".then(() => { window.__pick = 'answered'; }, (e) => { window.__pick = 'rejected: ' + e; });"
+        )
+
+        def dialog_or_rejection():
+            state = driver.execute_script("return window.__pick")
+            if state.startswith("rejected"):
+                raise SystemExit(f"the shell refused pick_image to the panel: {state}")
+            tree = subprocess.run(["xwininfo", "-root", "-tree"], capture_output=True, text=True, timeout=30).stdout
+            return "Pick a thermal image" in tree
+
+        wait_until(60, "the native file dialog (a window titled 'Pick a thermal image')", dialog_or_rejection)
+        time.sleep(0.5)  # let the dialog paint before the screenshot (not an assertion)
+        shot = os.path.join(args.shots, "desktop-picker.png")
+        subprocess.run(["/usr/bin/import", "-window", "root", shot], check=True, timeout=60)
+        log(f"the panel's Pick image… reached the shell: the native dialog is open ({shot})")
+
         # Close the window: the app quits, shuts the router down, leaves nothing behind.
         kids = descendants(pid)
         log(f"{len(kids)} processes under the app: " + ", ".join(sorted({cmdline(k).split()[0].rsplit('/', 1)[-1] for k in kids})))
