@@ -47,12 +47,6 @@ cargo build --all-targets --locked
 cargo test --locked --no-fail-fast
 DESKTOP=${SWITCHBOARD_DESKTOP:-gate}
 case "$DESKTOP" in gate | off) ;; *) echo "SWITCHBOARD_DESKTOP must be gate or off" >&2; exit 2 ;; esac
-if [ "$DESKTOP" = gate ]; then
-  step "desktop: clippy, build, unit tests (-p switchboard-desktop)"
-  cargo clippy -p switchboard-desktop --all-targets --locked -- -D warnings
-  cargo build -p switchboard-desktop --all-targets --locked
-  cargo test -p switchboard-desktop --locked --no-fail-fast
-fi
 step "ui: end to end (playwright, Debian's chromium; SWITCHBOARD_E2E=${SWITCHBOARD_E2E:-gate})"
 case "${SWITCHBOARD_E2E:-gate}" in
   off) echo "skipped" ;;
@@ -70,6 +64,12 @@ case "${SWITCHBOARD_E2E:-gate}" in
     ;;
   *) echo "SWITCHBOARD_E2E must be gate or off" >&2; exit 2 ;;
 esac
+if [ "$DESKTOP" = gate ]; then
+  step "desktop: clippy, build, unit tests (-p switchboard-desktop)"
+  cargo clippy -p switchboard-desktop --all-targets --locked -- -D warnings
+  cargo build -p switchboard-desktop --all-targets --locked
+  cargo test -p switchboard-desktop --locked --no-fail-fast
+fi
 step "desktop: window, single instance, WebDriver Diagnosis run, no orphans, .deb (SWITCHBOARD_DESKTOP=$DESKTOP)"
 if [ "$DESKTOP" = gate ]; then
   deb=$(bash "$ROOT/scripts/build-deb.sh" | tail -n 1)
