@@ -6,7 +6,7 @@
 import { test, expect, type Page } from '@playwright/test';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROBE_SECS, readStack, SHOTS, THERMAL_DIR } from './stack';
+import { CHAOS, PROBE_SECS, readStack, SHOTS, THERMAL_DIR } from './stack';
 import { allTools, sdkClient } from './mcp';
 
 // Tests share one stack; they run in file order (one worker), the fixture-killing one last.
@@ -39,9 +39,9 @@ test('the admin API refuses requests without the token, and foreign origins', as
 test('overview: every server ready, the token is out of the URL, live figures', async ({ page }) => {
   await openPanel(page);
   expect(page.url()).not.toContain('token=');
-  await expect(page.getByTestId('card-ready').locator('.v')).toHaveText('5', { timeout: 60_000 });
+  await expect(page.getByTestId('card-ready').locator('.v')).toHaveText(String(5 + CHAOS.length), { timeout: 60_000 });
   await expect(page.getByTestId('card-unavailable').locator('.v')).toHaveText('0');
-  for (const s of ['vision', 'knowledge', 'reasoning', 'everything', 'fixture']) {
+  for (const s of ['vision', 'knowledge', 'reasoning', 'everything', 'fixture', ...CHAOS]) {
     await expect(page.getByTestId(`ov-server-${s}`)).toContainText('ready');
   }
   // Some traffic, so the chart and the rate have something to show.
@@ -108,17 +108,102 @@ test('registry: the servers × tools matrix, a schema, and the $ref-broken tool 
   await matrix.locator('tr', { hasText: 'analyze_thermal_image' }).locator('td.cell.has').first().click();
   await expect(page.getByTestId('schema-tree').first()).toContainText('image');
   await expect(page.getByTestId('schema-tree').first()).toContainText('required');
+  // Clicking the far-right cell scrolled the (eight servers wide) matrix: back to its tool names.
+  await matrix.evaluate((el) => {
+    for (let e: Element | null = el; e; e = e.parentElement) e.scrollLeft = 0;
+  });
   await shot(page, 'registry');
 });
 
-test('sessions: a 2025-11-25 session and its upstream bindings; the scheduler notice', async ({ page }) => {
-  const c = await sdkClient(stack.mcp, 'legacy', 'session-client');
+test('sessions & affinity: the chaos group, its bindings, and routing decisions of a 2025-11-25 session', async ({ page, request }) => {
+  const auth = { Authorization: `Bearer ${stack.token}` };
+  // The three chaos replicas form one detected group; the fixture stays a server of its own.
+  await expect
+    .poll(async () => ((await (await request.get(`${stack.origin}/api/groups`, { headers: auth })).json()) as { name: string; members: unknown[] }[]).map((g) => `${g.name}:${g.members.length}`), { timeout: 60_000 })
+    .toContain('chaos:3');
+  const all = (await (await request.get(`${stack.origin}/api/groups?all=true`, { headers: auth })).json()) as { name: string; members: { server: string }[] }[];
+  expect(all.find((g) => g.name === 'fixture')?.members.map((m) => m.server)).toEqual(['fixture']);
+
+  // A legacy (2025-11-25) session: its session id is the affinity key.
+  const c = await sdkClient(stack.mcp, 'legacy', 'affinity-client');
+  const tools = await allTools(c);
+  const whoami = tools.find((t) => /(^|__)whoami$/.test(t));
+  const read = tools.find((t) => /(^|__)read$/.test(t) && t.includes('chaos'));
+  expect(whoami, tools.join(', ')).toBeTruthy();
+  expect(read, tools.join(', ')).toBeTruthy();
+  expect(tools.filter((t) => /whoami$/.test(t))).toHaveLength(1);
   await c.callTool({ name: 'everything__echo', arguments: { message: 'session' } });
+  for (let i = 0; i < 4; i++) await c.callTool({ name: whoami as string, arguments: {} });
+  for (let i = 0; i < 4; i++) await c.callTool({ name: read as string, arguments: { key: `k${i}` } });
+  // Another session, so the group holds more than one binding.
+  const c2 = await sdkClient(stack.mcp, 'legacy', 'second-client');
+  for (let i = 0; i < 3; i++) await c2.callTool({ name: whoami as string, arguments: {} });
+
   await openPanel(page, 'sessions');
-  await expect(page.getByTestId('scheduler-notice')).toContainText('scheduler');
-  await expect(page.getByTestId('sessions-table').locator('tbody tr').first()).not.toContainText('No 2025-11-25 sessions', { timeout: 15_000 });
+  await expect(page.getByTestId('view-sessions').locator('h1')).toHaveText('Sessions & affinity');
+  const group = page.getByTestId('group-chaos');
+  await expect(group).toBeVisible({ timeout: 15_000 });
+  for (const s of CHAOS) await expect(page.getByTestId('members-chaos')).toContainText(s);
+  await expect(page.getByTestId('bindings-chaos').locator('tbody tr')).toHaveCount(2, { timeout: 15_000 });
+  await expect(page.getByTestId('bindings-chaos')).toContainText('affinity-client');
+  await expect(page.getByTestId('group-fixture')).toHaveCount(0);
+
+  const decisions = page.getByTestId('decisions');
+  await expect(decisions.locator('tbody tr', { hasText: 'chaos' }).first()).toBeVisible();
+  // Clicking the session filters the decisions to its key: 8 chaos calls and the echo.
+  const row = page.getByTestId('sessions-table').locator('tbody tr', { hasText: 'affinity-client' });
+  await row.click();
+  await expect(page.getByTestId('key-filter')).toContainText('affinity-client');
+  await expect(decisions.locator('tbody tr')).toHaveCount(9);
+  await expect(decisions.locator('tbody tr').first()).toContainText('affinity-client');
+  // The same key in the admin API, asked by fingerprint.
+  const key = await row.getAttribute('data-key');
+  expect(key).toMatch(/^k:[0-9a-f]{12}$/);
+  const api = (await (await request.get(`${stack.origin}/api/decisions?key=${key}`, { headers: auth })).json()) as { key: string; chosen: string; group: string }[];
+  expect(api.filter((d) => d.group === 'chaos')).toHaveLength(8);
+  // Affinity: every chaos call of the session went to one replica.
+  expect(new Set(api.filter((d) => d.group === 'chaos').map((d) => d.chosen)).size).toBe(1);
+
+  // Live: a new call shows up on top without a reload.
+  await c.callTool({ name: read as string, arguments: { key: 'live' } });
+  await expect(decisions.locator('tbody tr')).toHaveCount(10);
+
+  // The bound replica refuses calls as overloaded (HTTP 503): the call is retried elsewhere,
+  // and that attempt is a decision of its own, flagged as a retry, the bound replica excluded.
+  const bound = api.find((d) => d.group === 'chaos')?.chosen as string;
+  const control = new URL('/chaos/faults', stack.chaos.find((x) => x.name === bound)?.url).toString();
+  expect((await request.post(control, { data: { overload: true } })).ok()).toBe(true);
+  await c.callTool({ name: read as string, arguments: { key: 'after overload' } });
+  expect((await request.post(control, { data: { overload: false } })).ok()).toBe(true);
+  const retry = decisions.locator('tbody tr', { hasText: 'retry' }).first();
+  await expect(retry).toBeVisible();
+  // Let the bindings pane's next poll (every 2 s) show where the key went after the retry.
+  await page.waitForTimeout(2_200);
+
+  // Group filter: only the chaos group's decisions (the session's echo went to "everything").
+  await page.getByTestId('group-filter').selectOption('chaos');
+  await expect(decisions.locator('tbody tr', { hasText: 'everything' })).toHaveCount(0);
+  await expect(decisions.locator('tbody tr').first()).toContainText('chaos');
   await shot(page, 'sessions');
+  await retry.click();
+  const detail = page.getByTestId('decision-detail');
+  await expect(detail).toBeVisible();
+  await expect(page.getByTestId('candidates').locator('tbody tr.cand')).toHaveCount(3);
+  await expect(page.getByTestId('candidates').locator('tr[data-chosen="true"]')).toHaveCount(1);
+  await expect(page.getByTestId('candidates').locator('tr[data-chosen="true"]')).not.toContainText(bound);
+  await expect(page.getByTestId('decision-excluded')).toHaveText(bound);
+  await expect(page.getByTestId('decision-reason')).not.toBeEmpty();
+  // Keyboard: j moves to the next decision.
+  const before = await page.getByTestId('decision-detail').locator('dd').last().textContent();
+  await page.keyboard.press('j');
+  await expect(page.getByTestId('decision-detail').locator('dd').last()).not.toHaveText(before ?? '');
+  await page.keyboard.press('k');
+  await shot(page, 'sessions-decision');
+  await page.getByTestId('theme').click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await shot(page, 'sessions-light');
   await c.close();
+  await c2.close();
 });
 
 test('diagnosis: dropping wm01_200_deg_neutral.jpg on a panel ends major with the hotspot outlined', async ({ page }) => {

@@ -1,7 +1,8 @@
 /**
  * The stack the e2e tests run against: `switchboard serve` on 127.0.0.1:0 with its own store
  * in a temp dir, the built-in servers, server-everything over stdio and `mcp-fixture` (with a
- * `$ref`-broken tool) over HTTP. Global setup starts it and writes its addresses to
+ * `$ref`-broken tool) over HTTP, and three `switchboard-chaos` replicas (`chaos-1..3`, one
+ * detected replica group "chaos") over HTTP. Global setup starts it and writes its addresses to
  * e2e/.state/stack.json; the specs read them from there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -27,7 +28,9 @@ export interface Stack {
   token: string;
   mcp: string;
   fixtureUrl: string;
-  pids: { router: number; fixture: number; preview?: number };
+  /** The chaos replicas: server name and MCP URL (the control API is on the same listener). */
+  chaos: { name: string; url: string }[];
+  pids: { router: number; fixture: number; chaos: number[]; preview?: number };
   work: string;
 }
 
@@ -40,6 +43,9 @@ function bin(name: string, env: string): string {
   if (!existsSync(p)) throw new Error(`${name} not found at ${p}: run cargo build (or set ${env})`);
   return p;
 }
+
+/** The chaos replicas' server names (identical replicas: one detected group, "chaos"). */
+export const CHAOS = ['chaos-1', 'chaos-2', 'chaos-3'];
 
 /** Waits until `pattern` matches a line the child prints on `stream`; resolves with the match. */
 function waitLine(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp, what: string, ms = 90_000): Promise<RegExpMatchArray> {
@@ -87,11 +93,22 @@ export async function startStack(): Promise<Stack> {
   const fx = await waitLine(fixture, 'stdout', /^listening on (\S+)/, 'mcp-fixture');
   const fixtureUrl = fx[1] as string;
 
+  const chaosBin = process.env.SWITCHBOARD_CHAOS_BIN ?? path.join(path.dirname(switchboard), 'switchboard-chaos');
+  if (!existsSync(chaosBin)) throw new Error(`switchboard-chaos not found at ${chaosBin}: cargo build -p switchboard-chaos (or set SWITCHBOARD_CHAOS_BIN)`);
+  const chaos: { name: string; url: string; child: ChildProcess }[] = [];
+  for (const name of CHAOS) {
+    const child = spawn(chaosBin, ['--listen', '127.0.0.1:0', '--replica-id', name], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const m = await waitLine(child, 'stdout', /^listening (\S+)/, name);
+    chaos.push({ name, url: m[1] as string, child });
+  }
+
   // The embedded default's built-ins (vision, knowledge, reasoning) plus the two real upstreams.
   const config = `
 [router]
 stats_interval_secs = 1
 refresh_interval_secs = ${PROBE_SECS}
+# Domain labels the servers below carry besides the built-in ones (an unknown one is refused).
+labels = ["demo", "fixture", "chaos"]
 
 [endpoint]
 prefix = "always"
@@ -116,7 +133,11 @@ labels = ["demo"]
 [servers.fixture]
 url = ${JSON.stringify(fixtureUrl)}
 labels = ["fixture"]
-`;
+${chaos.map((c) => `
+[servers.${c.name}]
+url = ${JSON.stringify(c.url)}
+labels = ["chaos"]
+`).join('')}`;
   const configPath = path.join(work, 'switchboard.toml');
   writeFileSync(configPath, config);
   const router = spawn(switchboard, ['--config', configPath, '--db', path.join(work, 'switchboard.db'), 'serve', '--listen', '127.0.0.1:0'], {
@@ -133,6 +154,11 @@ labels = ["fixture"]
   fixture.stdout?.on('data', () => undefined);
   fixture.stderr?.on('data', () => undefined);
   fixture.unref();
+  for (const c of chaos) {
+    c.child.stdout?.on('data', () => undefined);
+    c.child.stderr?.on('data', () => undefined);
+    c.child.unref();
+  }
   router.unref();
   // SWITCHBOARD_E2E_PREVIEW=1: serve this worktree's ui/dist with `vite preview`, proxying
   // /api to the router — for a binary built without the UI, or a UI changed since it was built.
@@ -159,7 +185,8 @@ labels = ["fixture"]
     token,
     mcp: `${u.origin}/mcp`,
     fixtureUrl,
-    pids: { router: router.pid ?? 0, fixture: fixture.pid ?? 0, preview: previewPid },
+    chaos: chaos.map((c) => ({ name: c.name, url: c.url })),
+    pids: { router: router.pid ?? 0, fixture: fixture.pid ?? 0, chaos: chaos.map((c) => c.child.pid ?? 0), preview: previewPid },
     work,
   };
   writeFileSync(STATE_FILE, JSON.stringify(stack, null, 2));
@@ -169,7 +196,7 @@ labels = ["fixture"]
 export function stopStack(): void {
   if (!existsSync(STATE_FILE)) return;
   const s = readStack();
-  for (const pid of [s.pids.router, s.pids.fixture, s.pids.preview ?? 0]) {
+  for (const pid of [s.pids.router, s.pids.fixture, ...(s.pids.chaos ?? []), s.pids.preview ?? 0]) {
     try {
       if (pid) process.kill(pid, 'SIGTERM');
     } catch {

@@ -7,6 +7,7 @@
 pub mod frames;
 pub mod overview;
 pub mod records;
+pub mod routing;
 pub mod servers;
 pub mod settings;
 
@@ -49,6 +50,9 @@ pub fn routes(state: AdminState) -> Router {
         .route("/api/handshakes", get(records::handshakes))
         .route("/api/traces", get(records::traces))
         .route("/api/sessions", get(records::sessions))
+        .route("/api/decisions", get(routing::list))
+        .route("/api/decisions/{id}", get(routing::one))
+        .route("/api/groups", get(routing::groups))
         .route("/api/frames", get(frames::list))
         .route("/api/frames/export", get(frames::export))
         .route("/api/settings", get(settings::get_settings))

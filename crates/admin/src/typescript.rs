@@ -13,7 +13,7 @@ pub const PATH: &str = "ui/src/generated/admin.ts";
 /// JSON has one number type, and serde writes 64-bit integers as plain numbers, so ts-rs's
 /// `bigint` for them is written `number` here.
 pub fn render() -> String {
-    use crate::api::{frames, overview, records, servers, settings};
+    use crate::api::{frames, overview, records, routing, servers, settings};
     let cfg = ts_rs::Config::default();
     let decls = [
         crate::error::ErrorBody::decl(&cfg),
@@ -31,6 +31,11 @@ pub fn render() -> String {
         servers::CatalogView::decl(&cfg),
         records::HandshakeQuery::decl(&cfg),
         records::TraceQuery::decl(&cfg),
+        routing::DecisionQuery::decl(&cfg),
+        routing::GroupQuery::decl(&cfg),
+        routing::GroupMember::decl(&cfg),
+        routing::Binding::decl(&cfg),
+        routing::GroupView::decl(&cfg),
         frames::FramesQuery::decl(&cfg),
         settings::ServerSettings::decl(&cfg),
         settings::Settings::decl(&cfg),

@@ -47,10 +47,12 @@ use std::time::Duration;
 
 use axum::Router;
 use switchboard_admin::{AdminState, AdminToken, Listeners};
+use switchboard_gateway::registration::Registration;
 use switchboard_gateway::{Gateway, GatewayConfig};
 use switchboard_router::{EventBus, Registry};
 use switchboard_store::{Store, StoreConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFutureOwned};
@@ -58,11 +60,12 @@ use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFutureOw
 use crate::auth::BearerToken;
 use crate::blobs::{BlobStore, DEFAULT_MAX_BLOB};
 use crate::builtins::{Builtins, BuiltinsConfig};
-use crate::config::AppConfig;
+use crate::config::{AppConfig, RouterSettings};
 use crate::diagnosis::{Diagnosis, DiagnosisConfig};
 use crate::edge::EdgeConfig;
 use crate::endpoint::EndpointConfig;
 use crate::http::{HttpState, ListenerConfig};
+use crate::reload::{ReloadConfig, ReloadStatus, Reloader};
 use crate::traces::{TraceSink, TracesConfig};
 
 /// Time each stage after the drain gets at least, even when the drain used up the deadline:
@@ -126,6 +129,12 @@ pub struct App {
     events: EventBus,
     blobs: BlobStore,
     gateway: Gateway,
+    /// Self-registration (`/register`, `/confirm`, `/status`).
+    registration: Registration,
+    /// The `[router]` settings now (swapped by a reload).
+    settings: watch::Sender<Arc<RouterSettings>>,
+    /// The outcome of the last config reload.
+    reloads: watch::Sender<ReloadStatus>,
     /// The endpoint's settings; its per-instance state (parked calls, subscriptions, change
     /// notes) is shared with the gateway's copy.
     endpoint: Arc<EndpointConfig>,
@@ -179,6 +188,7 @@ impl App {
         let events = options.event_capacity.map(EventBus::new).unwrap_or_default();
         let registry =
             Registry::new(config.registry.clone(), Some(store.clone()), events.clone(), root.child_token());
+        registry.scheduler().set_config(config.router.scheduler.clone());
         let builtins = Builtins::new(&BuiltinsConfig {
             knowledge_db: Some(crate::builtins::knowledge_db_beside(&config.db_path)),
             blob_dir: Some(crate::builtins::blob_dir_beside(&config.db_path)),
@@ -260,7 +270,16 @@ impl App {
         );
         // More `/api` routes (the diagnosis routes) join the admin API here, behind its guard.
         let extra_api = crate::diagnosis::routes::routes(diagnosis.clone());
+        // Self-registration sits beside `/mcp` behind the same token, checked by its own guard
+        // so refusals come in the protocol's error shape.
+        let registration = Registration::new(
+            registry.clone(),
+            config.router.registration.clone(),
+            config.router.registration_paths.clone(),
+            options.token.clone(),
+        );
         let router = crate::http::with_token(crate::http::router_with(state, &gateway), options.token)
+            .merge(registration.router())
             .merge(admin.router(extra_api));
         Ok(App {
             registry,
@@ -268,6 +287,9 @@ impl App {
             events,
             blobs,
             gateway,
+            registration,
+            settings: watch::Sender::new(Arc::new(config.router.clone())),
+            reloads: watch::Sender::new(ReloadStatus::default()),
             endpoint,
             router,
             admin,
@@ -343,6 +365,39 @@ impl App {
     /// The MCP endpoint.
     pub fn gateway(&self) -> &Gateway {
         &self.gateway
+    }
+
+    /// Self-registration: the servers registered, and its settings (swapped on reload).
+    pub fn registration(&self) -> &Registration {
+        &self.registration
+    }
+
+    /// The `[router]` settings (registration, labels, the scheduler's [`SchedulerConfig`](
+    /// switchboard_router::SchedulerConfig)); a config reload swaps them, the receiver sees
+    /// each new value whole.
+    pub fn router_settings(&self) -> watch::Receiver<Arc<RouterSettings>> {
+        self.settings.subscribe()
+    }
+
+    /// The outcome of config reloads (see [`App::watch_config`]).
+    pub fn reloads(&self) -> watch::Receiver<ReloadStatus> {
+        self.reloads.subscribe()
+    }
+
+    /// Watches the config file `config.path` until shutdown and applies its changes (see
+    /// [`crate::reload`]); `current` is the configuration the app was built from.
+    pub fn watch_config(&self, config: ReloadConfig, current: AppConfig) {
+        let reloader = Reloader {
+            registry: self.registry.clone(),
+            registration: self.registration.clone(),
+            settings: self.settings.clone(),
+            status: self.reloads.clone(),
+            current,
+            baseline: crate::reload::fingerprint(&config.path),
+            config,
+        };
+        let task = tokio::spawn(reloader.run(self.stages.listeners.child_token()));
+        lock(&self.listeners).push(task);
     }
 
     /// The endpoint's settings and its live per-instance state: calls parked for a client's

@@ -14,6 +14,7 @@ mod stdout;
 mod diagnose;
 mod knowledge;
 mod probe;
+mod register;
 mod serve;
 mod server;
 mod servers;
@@ -250,6 +251,34 @@ enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Register a running MCP server with a router (docs/registration.md): waits for the
+    /// router, registers, confirms and prints the answers.
+    Register {
+        /// The router's base URL (http://HOST:PORT).
+        #[arg(long, value_name = "URL")]
+        router: String,
+        /// The name to register under.
+        #[arg(long, value_name = "ID")]
+        server_id: String,
+        /// The server's Streamable HTTP endpoint.
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// Claimed MCP capabilities and domain labels, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        capabilities: Vec<String>,
+        /// Encodings the server answers in, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "json,sse")]
+        encodings: Vec<String>,
+        /// Environment variable holding the router's token (default: SWITCHBOARD_TOKEN when set).
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
+        /// Seconds to wait for the router to answer.
+        #[arg(long, value_name = "SECS", default_value_t = 30)]
+        wait: u64,
+        /// Stay: send status reports, deregister on SIGTERM/SIGINT.
+        #[arg(long)]
+        keep: bool,
+    },
 }
 
 pub(crate) fn init_tracing() {
@@ -355,5 +384,10 @@ pub(crate) async fn run() -> ExitCode {
             server::command(&name, stdio, http, ws, llm_url, llm_model).await
         }
         Command::Probe { json, timeout, url, command } => probe::command(json, timeout, url, command).await,
+        Command::Register { router, server_id, url, capabilities, encodings, token_env, wait, keep } => {
+            let args =
+                register::Args { router, server_id, url, capabilities, encodings, token_env, wait, keep };
+            register::command(args).await
+        }
     }
 }

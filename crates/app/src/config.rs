@@ -11,6 +11,7 @@ use switchboard_router::config::{self, ServerToml};
 use switchboard_router::federation::{FederationConfig, PrefixMode};
 use switchboard_router::{RegistryConfig, ServerSpec};
 
+pub use self::router::{RouterSettings, process_router_id};
 use crate::upstreams::{self, UpstreamFlag};
 
 /// The configuration shipped inside the binary.
@@ -54,6 +55,36 @@ pub struct RouterToml {
     /// Failed probes in a row that make a server `unavailable`.
     #[serde(default)]
     pub failure_threshold: Option<u32>,
+    // The keys below are read by `config::router` (self-registration, labels, scheduler).
+    /// This router's id in registration answers (default: host name + random, per process).
+    pub router_id: Option<String>,
+    /// MCP revisions accepted at registration (default both).
+    pub mcp_version: Option<Vec<String>>,
+    /// `POST` path of registrations (default `/register`).
+    pub registration_path: Option<String>,
+    /// `POST` path of confirmations (default `/confirm`).
+    pub confirm_path: Option<String>,
+    /// `POST` path of status reports (default `/status`).
+    pub status_path: Option<String>,
+    /// Hosts, IP addresses and CIDR ranges registered servers may be at (default loopback).
+    pub registration_allow: Option<Vec<String>>,
+    /// Self-registered servers at once (default 64).
+    pub max_registered_servers: Option<usize>,
+    /// How often registered servers report their load, ms (default 5000).
+    pub load_sampling_interval_ms: Option<u64>,
+    /// Fallback steps before a call fails (default 3).
+    pub max_fallback_retries: Option<u32>,
+    /// How long an affinity key stays on its upstream, seconds (default 300).
+    pub session_affinity_window_secs: Option<u64>,
+    /// Load score above which an upstream is overloaded (default 150).
+    pub overload_threshold: Option<f64>,
+    /// Whether identical servers form a replica group without declaring one (default true).
+    pub detect_replicas: Option<bool>,
+    /// Domain capability labels servers may carry, besides MCP's own and the built-in ones.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// `always`, `on-collision` or `never`: the same setting as `[endpoint] prefix`.
+    pub prefix: Option<PrefixMode>,
 }
 
 fn default_refresh() -> u64 {
@@ -80,6 +111,20 @@ impl Default for RouterToml {
             probe_interval_secs: None,
             probe_timeout_ms: None,
             failure_threshold: None,
+            router_id: None,
+            mcp_version: None,
+            registration_path: None,
+            confirm_path: None,
+            status_path: None,
+            registration_allow: None,
+            max_registered_servers: None,
+            load_sampling_interval_ms: None,
+            max_fallback_retries: None,
+            session_affinity_window_secs: None,
+            overload_threshold: None,
+            detect_replicas: None,
+            labels: Vec::new(),
+            prefix: None,
         }
     }
 }
@@ -288,6 +333,8 @@ pub struct AppConfig {
     pub embedded_default: bool,
     /// `[vision] image_allow`: image sources beyond the blob store and `data:` URLs.
     pub image_allow: Vec<String>,
+    /// `[router]`'s registration, label and scheduler settings.
+    pub router: RouterSettings,
 }
 
 impl AppConfig {
@@ -387,6 +434,8 @@ pub fn parse(
         warnings.extend(errors.iter().map(|e| format!("skipped: {e}")));
     }
     config::check_unique(&servers)?;
+    let router = router::settings(&doc.router, source)?;
+    router::check_labels(&servers, &router.labels, source)?;
     let defaults = RegistryConfig::default();
     let r = &doc.router;
     if r.max_call_connections == Some(0) {
@@ -451,7 +500,10 @@ pub fn parse(
     }
     let e = doc.endpoint;
     let mut endpoint = EndpointSettings { listen: e.listen, ..EndpointSettings::default() };
-    if let Some(p) = e.prefix {
+    if let (Some(a), Some(b)) = (router.prefix, e.prefix) {
+        anyhow::ensure!(a == b, "{source}: [router].prefix and [endpoint].prefix disagree; keep one of them");
+    }
+    if let Some(p) = e.prefix.or(router.prefix) {
         endpoint.federation.mode = p;
     }
     if let Some(sep) = e.separator {
@@ -502,8 +554,10 @@ pub fn parse(
         endpoint,
         embedded_default: false,
         image_allow: doc.vision.image_allow,
+        router,
     })
 }
 
+pub mod router;
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,7 @@ pub mod invoker;
 pub mod listener;
 pub mod panel;
 pub mod probe;
+pub mod reload;
 pub mod upstreams;
 
 pub use app::{App, AppError, AppOptions};

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
@@ -78,13 +78,10 @@ fn unauthorized(challenge: &'static str, message: &str, json_rpc: bool) -> Respo
     resp
 }
 
-/// The middleware: checks every request except those to [`OPEN_PATHS`].
-pub async fn require(State(expected): State<BearerToken>, req: Request, next: Next) -> Response {
-    if OPEN_PATHS.contains(&req.uri().path()) {
-        return next.run(req).await;
-    }
-    let json_rpc = req.uri().path() == "/mcp";
-    let refusal = match req.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or_default()) {
+/// Why a request's `Authorization` header does not carry `expected`: the `WWW-Authenticate`
+/// challenge and a message for the caller; `None` when it does.
+pub fn refusal(expected: &BearerToken, headers: &HeaderMap) -> Option<(&'static str, &'static str)> {
+    match headers.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or_default()) {
         None => Some((
             r#"Bearer realm="switchboard""#,
             "Unauthorized: this endpoint requires an Authorization: Bearer <token> header",
@@ -100,8 +97,16 @@ pub async fn require(State(expected): State<BearerToken>, req: Request, next: Ne
                 "Unauthorized: the Authorization header must use the Bearer scheme",
             )),
         },
-    };
-    match refusal {
+    }
+}
+
+/// The middleware: checks every request except those to [`OPEN_PATHS`].
+pub async fn require(State(expected): State<BearerToken>, req: Request, next: Next) -> Response {
+    if OPEN_PATHS.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    let json_rpc = req.uri().path() == "/mcp";
+    match refusal(&expected, req.headers()) {
         Some((challenge, message)) => unauthorized(challenge, message, json_rpc),
         None => next.run(req).await,
     }

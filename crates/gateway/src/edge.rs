@@ -6,7 +6,9 @@
 //!   receives a JSON-RPC error naming the upstream and the limit (as the answer, or as the last
 //!   message of a stream) and the endpoint's future or stream is dropped, which cancels the
 //!   request upstream. A question to the client (a server → client request relayed to a
-//!   2025-11-25 client) moves the deadline out by the endpoint's answer window.
+//!   2025-11-25 client) moves the deadline out by the endpoint's answer window; a progress
+//!   notification moves it to a full limit from now (a call that reports progress is alive),
+//!   never past [`MAX_PROGRESS_EXTENSION`] limits from its start.
 //! - **Traces.** Every request yields a [`TraceRecord`](switchboard_store::TraceRecord)
 //!   (client, transport, era, method, name, upstream, latency, outcome) handed to a
 //!   [`crate::traces::TraceSink`], which publishes it on the event bus and stores it off the
@@ -118,6 +120,7 @@ impl Edge {
                     id,
                     decided: ctx.decided.clone(),
                     method,
+                    started: deadline.map_or_else(tokio::time::Instant::now, |d| d - limit),
                 };
                 Reply::Stream(watch.around(out))
             }
@@ -205,6 +208,10 @@ fn is_question(msg: &Message) -> bool {
             .is_some_and(|id| id.starts_with(crate::bridge::MINTED_ID_PREFIX))
 }
 
+/// How many call limits progress notifications may stretch a call's deadline to, from its
+/// start: progress keeps a long call alive, but not for ever.
+pub const MAX_PROGRESS_EXTENSION: u32 = 10;
+
 /// Watches a streamed answer: the final response ends the trace; the deadline, when it passes
 /// first, ends the stream with a timeout error (dropping the endpoint's stream cancels
 /// upstream). Dropped before the final response (the client went away), its pending trace
@@ -218,12 +225,20 @@ struct Watch {
     id: Option<Id>,
     decided: Decided,
     method: String,
+    /// When the request arrived (bounds the progress extension).
+    started: tokio::time::Instant,
 }
 
 impl Watch {
     fn see(&mut self, msg: &Message) {
         if is_question(msg) && self.deadline.is_some() {
             self.deadline = Some(tokio::time::Instant::now() + self.answer_timeout + self.limit);
+        }
+        if msg.method() == Some(switchboard_wire::method::NOTIFICATION_PROGRESS)
+            && let Some(d) = self.deadline
+        {
+            let cap = self.started + self.limit * MAX_PROGRESS_EXTENSION;
+            self.deadline = Some(d.max((tokio::time::Instant::now() + self.limit).min(cap)));
         }
         if msg.is_response()
             && let Some(mut p) = self.pending.take()
@@ -287,6 +302,7 @@ mod tests {
             id: Id::from_value(&json!(1)),
             decided: Decided::default(),
             method: "tools/call".into(),
+            started: tokio::time::Instant::now(),
         };
         let started = tokio::time::Instant::now();
         let out: Vec<Outgoing> =
@@ -307,5 +323,57 @@ mod tests {
             .unwrap();
         assert!(fits(&msg, 1000));
         assert!(!fits(&msg, 50));
+    }
+
+    /// Progress keeps a call alive: each notification moves the deadline to a full limit from
+    /// now, up to ten limits from the start; silence after the last one times it out.
+    #[tokio::test(start_paused = true)]
+    async fn progress_notifications_extend_the_deadline_up_to_a_bound() {
+        let limit = Duration::from_secs(2);
+        let progress = |n: u64| {
+            Outgoing::from(
+                Message::from_value(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": n}}))
+                    .unwrap(),
+            )
+        };
+        let run = |ticks: u64| {
+            let start = tokio::time::Instant::now();
+            // A progress notification every 1.5 s (less than the limit), then silence.
+            let inner = futures::stream::unfold(0u64, move |n| async move {
+                if n == ticks {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                Some((progress(n), n + 1))
+            })
+            .chain(futures::stream::pending());
+            let watch = Watch {
+                pending: None,
+                deadline: Some(start + limit),
+                limit,
+                answer_timeout: Duration::from_secs(7),
+                id: Id::from_value(&json!(1)),
+                decided: Decided::default(),
+                method: "tools/call".into(),
+                started: start,
+            };
+            async move {
+                let out: Vec<Outgoing> = watch
+                    .around(Outbound { messages: Box::pin(inner), long_lived: false })
+                    .messages
+                    .collect()
+                    .await;
+                (out, start.elapsed())
+            }
+        };
+        // Four notifications (6 s, three times the limit): all relayed, then the timeout 2 s later.
+        let (out, waited) = run(4).await;
+        assert_eq!(out.len(), 5);
+        assert_eq!(out[4].msg.error().map(|e| e.code), Some(error_code::UPSTREAM_TIMEOUT));
+        assert_eq!(waited, Duration::from_secs(8), "the last progress at 6 s plus the 2 s limit");
+        // Endless progress is cut at ten limits (20 s).
+        let (out, waited) = run(u64::MAX).await;
+        assert_eq!(waited, Duration::from_secs(20));
+        assert_eq!(out.last().unwrap().msg.error().map(|e| e.code), Some(error_code::UPSTREAM_TIMEOUT));
     }
 }

@@ -37,6 +37,7 @@ mod forward;
 mod handler;
 mod listen;
 mod lists;
+mod plan;
 mod revision;
 mod watch;
 
@@ -92,6 +93,10 @@ pub struct Decisions {
     pub version: Option<String>,
     /// The session id `initialize` created.
     pub new_session: Option<String>,
+    /// The scheduler's decision for the last attempt (a retry elsewhere replaces it).
+    pub route: Option<Arc<switchboard_router::schedule::Decision>>,
+    /// Attempts made on upstreams that failed before the one that answered.
+    pub retries: u32,
 }
 
 /// [`Decisions`] shared between the endpoint (which writes them while it works) and the
@@ -111,6 +116,14 @@ impl Decided {
 
     pub(crate) fn set_upstream(&self, server: &str) {
         self.update(|d| d.upstream = Some(server.to_owned()));
+    }
+
+    pub(crate) fn set_route(&self, decision: &Arc<switchboard_router::schedule::Decision>, retries: u32) {
+        self.update(|d| {
+            d.upstream = decision.chosen.clone();
+            d.route = Some(decision.clone());
+            d.retries = retries;
+        });
     }
 
     pub(crate) fn set_client(&self, info: Option<Value>, version: Option<String>) {

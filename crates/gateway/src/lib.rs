@@ -33,6 +33,7 @@ pub mod frames;
 pub mod http;
 pub mod notify;
 pub mod origin;
+pub mod registration;
 pub mod service;
 pub mod session;
 pub mod sessions;

@@ -33,9 +33,9 @@ pub const DEFAULT_SESSIONS_KEPT: usize = 1000;
 pub const DEFAULT_CALLERS_KEPT: usize = 1000;
 /// Upstream bindings kept per session or caller (the least recently used go first).
 pub const BINDINGS_KEPT: usize = 16;
-/// What [`SessionsView::scheduling_note`] says until the scheduler lands.
-pub const SCHEDULING_NOTE: &str = "routing decisions (affinity keys, windows, success rates, candidates) \
-     come with the scheduler; until then each call goes to the one server its name routes to";
+/// What [`SessionsView::scheduling_note`] says: where the scheduler's side of a session is.
+pub const SCHEDULING_NOTE: &str = "routing decisions of a session: GET /api/decisions?key=<its tag or id>; \
+     replica groups and affinity bindings: GET /api/groups (a session's tag s-… and its key fingerprint k:… share their hex digits)";
 
 /// How many entries the table keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,9 +161,10 @@ pub struct SessionsView {
     pub sessions_evicted: u64,
     /// Callers forgotten to stay within the bound, since start.
     pub callers_evicted: u64,
-    /// Routing decisions and affinity: `null` until the scheduler exists.
+    /// Always `null`: the scheduler's decisions and bindings are served by `/api/decisions` and
+    /// `/api/groups` (kept for clients of the first version of this body).
     pub scheduling: Option<Value>,
-    /// Why `scheduling` is `null`.
+    /// Where the decisions and bindings are.
     pub scheduling_note: String,
 }
 
@@ -532,6 +533,9 @@ mod tests {
         assert_eq!(session_tag(sid).len(), 14);
         assert!(!sid.contains(&session_tag(sid)[2..]));
         assert_ne!(session_tag(sid), session_tag("other"));
+        // The panel matches a session to its routing decisions by these digits.
+        let key = switchboard_router::schedule::fingerprint(sid);
+        assert_eq!(session_tag(sid)[2..], key[2..], "tag s-… and key fingerprint k:… share their digits");
     }
 
     #[test]
@@ -553,7 +557,7 @@ mod tests {
         }
         let v = t.view();
         assert_eq!((v.callers.len(), v.callers_evicted), (2, 3));
-        assert!(v.scheduling.is_none() && v.scheduling_note.contains("scheduler"));
+        assert!(v.scheduling.is_none() && v.scheduling_note.contains("/api/decisions"));
         let who = Downstream::session("sid-9");
         for i in 0..(BINDINGS_KEPT + 4) {
             t.bound(&who, &format!("server{i}"), Some("upstream-id"), &json!({"roots": {}}), "http");

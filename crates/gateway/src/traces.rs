@@ -169,7 +169,8 @@ async fn flush(store: &Store, batch: &mut Vec<Stored>, keep: i64) {
     }
 }
 
-/// Traces as a table, newest first.
+/// Traces as a table, newest first; a routed request's decision (its id, the layer that chose,
+/// the reason) on the line under it.
 pub fn render(rows: &[TraceRecord]) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
@@ -200,6 +201,28 @@ pub fn render(rows: &[TraceRecord]) -> String {
             t.latency_ms,
             outcome
         );
+        // The routing decision under its request: which layer chose, and why.
+        if let Some(route) = &t.route {
+            let text = |k: &str| route.get(k).and_then(serde_json::Value::as_str).unwrap_or("-");
+            let retries = if t.retries > 0 {
+                format!(" ({} failed attempt(s) before)", t.retries)
+            } else {
+                String::new()
+            };
+            let degraded = if route.get("degraded").and_then(serde_json::Value::as_bool) == Some(true) {
+                " [degraded]"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "{:<23} └ route {} {}: {}{degraded}{retries}",
+                "",
+                text("id"),
+                text("layer"),
+                text("reason")
+            );
+        }
     }
     out
 }
@@ -261,6 +284,8 @@ mod tests {
             outcome: "ok".into(),
             error_code: None,
             error: None,
+            route: None,
+            retries: 0,
         }
     }
 

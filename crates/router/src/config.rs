@@ -14,7 +14,10 @@ use sha2::{Digest, Sha256};
 use switchboard_transport::TransportKind;
 use switchboard_transport::stdio::RestartPolicy;
 
+pub use self::limits::UpstreamLimits;
 use crate::Error;
+
+mod limits;
 
 /// Default period of catalog refreshes.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
@@ -154,6 +157,13 @@ pub struct ServerSpec {
     pub transport: TransportSpec,
     /// Domain capability labels (`vision`, `rag`, …).
     pub labels: Vec<String>,
+    /// The replica group it belongs to, when declared (see [`crate::schedule::groups`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// An HTTP path on the server's own host probed with `GET` instead of an MCP `ping`
+    /// (`/healthz`); HTTP servers only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_path: Option<String>,
     /// Disabled servers are listed but never connected.
     pub enabled: bool,
     /// Restart policy of a stdio child.
@@ -162,6 +172,9 @@ pub struct ServerSpec {
     /// Per-server refresh period override.
     #[serde(skip)]
     pub refresh_interval: Option<Duration>,
+    /// Pool size and timeouts (see [`UpstreamLimits`]).
+    #[serde(skip)]
+    pub limits: UpstreamLimits,
     /// Where the definition came from (file path or "flags").
     pub source: String,
 }
@@ -207,7 +220,7 @@ fn normalise_url(url: &str) -> String {
 }
 
 /// JSON with object keys sorted at every level.
-fn canonical_json(v: &Value) -> String {
+pub(crate) fn canonical_json(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
@@ -249,6 +262,12 @@ pub struct ServerToml {
     /// Domain capability labels.
     #[serde(default)]
     pub labels: Vec<String>,
+    /// The replica group it belongs to: its instances share one set of catalog entries.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// A path on the server's host probed with `GET` (2xx is healthy) instead of MCP `ping`.
+    #[serde(default)]
+    pub health_path: Option<String>,
     /// `false` keeps the server registered but disconnected.
     pub enabled: Option<bool>,
     /// Override of the refresh period, in seconds.
@@ -256,6 +275,14 @@ pub struct ServerToml {
     /// Stdio restart policy.
     #[serde(default)]
     pub restart: RestartToml,
+    /// Concurrent connections (see [`UpstreamLimits`] for the per-transport meaning).
+    pub pool: Option<usize>,
+    /// Connect timeout, ms.
+    pub connect_timeout_ms: Option<u64>,
+    /// Read (silence) timeout, ms.
+    pub read_timeout_ms: Option<u64>,
+    /// Write (acknowledgement) timeout, ms; below `read_timeout_ms`.
+    pub write_timeout_ms: Option<u64>,
 }
 
 /// `[servers.NAME.restart]`.
@@ -286,6 +313,7 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             "server name {name:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
         )));
     }
+    let limits = UpstreamLimits::from_toml(name, &t).map_err(err)?;
     let transport = match (&t.command, &t.url, &t.builtin) {
         (None, None, Some(server)) => {
             if !valid_name(server) {
@@ -349,13 +377,33 @@ pub fn spec_from_toml(name: &str, t: ServerToml, source: &str) -> Result<ServerS
             )));
         }
     }
+    if let Some(g) = t.group.as_deref().filter(|g| !valid_name(g)) {
+        return Err(err(format!(
+            "servers.{name}.group {g:?} is invalid: use 1–64 characters from A–Z, a–z, 0–9, '-', '_' and '.'"
+        )));
+    }
+    if let Some(p) = t.health_path.as_deref() {
+        if !matches!(transport, TransportSpec::Http { .. }) {
+            return Err(err(format!(
+                "servers.{name}.health_path is for HTTP servers (it has no `url` = http://…)"
+            )));
+        }
+        if !p.starts_with('/') || p.len() > 256 || p.contains(char::is_whitespace) {
+            return Err(err(format!(
+                "servers.{name}.health_path {p:?} must be an absolute path like \"/healthz\""
+            )));
+        }
+    }
     Ok(ServerSpec {
         name: name.to_owned(),
         transport,
         labels: t.labels,
+        group: t.group,
+        health_path: t.health_path,
         enabled: t.enabled.unwrap_or(true),
         restart,
         refresh_interval: t.refresh_interval_secs.map(|s| Duration::from_secs(s).max(MIN_REFRESH)),
+        limits,
         source: source.to_owned(),
     })
 }
@@ -498,87 +546,4 @@ pub fn check_unique(specs: &[ServerSpec]) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn toml_servers_are_normalised() {
-        let specs = servers_from_toml(
-            r#"
-            [servers.everything]
-            command = "npx"
-            args = ["-y", "@modelcontextprotocol/server-everything"]
-            labels = ["demo"]
-            [servers.remote]
-            url = "HTTP://Example.COM/mcp/"
-            headers = { Authorization = "Bearer a" }
-            [servers.sock]
-            url = "ws://127.0.0.1:9/mcp"
-            "#,
-            "switchboard.toml",
-        )
-        .unwrap();
-        assert_eq!(specs.len(), 3);
-        assert_eq!(specs[0].transport.kind(), TransportKind::Stdio);
-        assert_eq!(specs[1].transport.kind(), TransportKind::Http);
-        assert_eq!(specs[2].transport.kind(), TransportKind::Ws);
-        let mut rotated = specs[1].clone();
-        if let TransportSpec::Http { headers, url } = &mut rotated.transport {
-            headers.insert("Authorization".into(), "Bearer b".into());
-            *url = "http://example.com/mcp".into();
-        }
-        assert_eq!(rotated.server_id(), specs[1].server_id(), "headers and URL case do not change the id");
-        let mut renamed = specs[1].clone();
-        renamed.name = "other".into();
-        assert_ne!(renamed.server_id(), specs[1].server_id());
-    }
-
-    #[test]
-    fn config_errors_name_the_field() {
-        let e = servers_from_toml("[servers.x]\nargs=[]\n", "a.toml").unwrap_err().to_string();
-        assert!(e.contains("a.toml") && e.contains("servers.x") && e.contains("command"), "{e}");
-        let e = servers_from_toml("[servers.x]\ncommand='a'\nurl='http://b'\n", "a.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not both"), "{e}");
-        let e =
-            servers_from_toml("[servers.x]\ncommand='a'\ncomand='b'\n", "a.toml").unwrap_err().to_string();
-        assert!(e.contains("comand"), "{e}");
-        let e = servers_from_toml("[servers.x]\nurl='ftp://b'\n", "a.toml").unwrap_err().to_string();
-        assert!(e.contains("http://"), "{e}");
-        let e = servers_from_toml(
-            "[servers.x]\ncommand='a'\n[servers.x.restart]\ninitial_backoff_ms=500\nmax_backoff_ms=100\n",
-            "a.toml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("max_backoff_ms"), "{e}");
-    }
-
-    #[test]
-    fn mcp_json_is_read_like_desktop_clients_write_it() {
-        let (specs, errors) = servers_from_mcp_json(
-            r#"{"mcpServers": {
-                "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"A": "1"}},
-                "remote": {"url": "http://127.0.0.1:3000/mcp", "type": "http", "autoApprove": []},
-                "old": {"url": "http://127.0.0.1:3001/sse", "type": "sse"},
-                "broken": {"command": 5}
-            }}"#,
-            "claude_desktop_config.json",
-        )
-        .unwrap();
-        assert_eq!(specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["fs", "remote"]);
-        assert_eq!(errors.len(), 2);
-        let all = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-        assert!(all.contains("HTTP+SSE") && all.contains("mcpServers.broken.command"), "{all}");
-    }
-
-    #[test]
-    fn duplicate_names_are_refused() {
-        let a = servers_from_toml("[servers.x]\ncommand='a'\n", "a.toml").unwrap();
-        let (b, _) = servers_from_mcp_json(r#"{"mcpServers":{"x":{"command":"b"}}}"#, "mcp.json").unwrap();
-        let all: Vec<_> = a.into_iter().chain(b).collect();
-        let e = check_unique(&all).unwrap_err().to_string();
-        assert!(e.contains("a.toml") && e.contains("mcp.json"), "{e}");
-    }
-}
+mod tests;

@@ -224,7 +224,9 @@ pub(crate) async fn open(
             up
         }
         TransportSpec::Ws { url } => {
-            WsUpstream::connect(WsConfig::new(url.clone()), tap, cancel).await.map_err(|e| e.to_string())?
+            let mut cfg = WsConfig::new(url.clone());
+            spec.limits.apply_ws(&mut cfg);
+            WsUpstream::connect(cfg, tap, cancel).await.map_err(|e| e.to_string())?
         }
         _ => return Err("only stdio and WebSocket servers get connections of their own".into()),
     };

@@ -18,6 +18,7 @@
 //! | [`Event::Session`] | the gateway's session table (`gateway/src/sessions.rs`): a 2025-11-25 session opened or ended, a session or 2026-07-28 caller bound to an upstream |
 //! | [`Event::ProcessStats`] | the registry's process sampler ([`crate::stats`]), only while somebody subscribes, Linux only |
 //! | [`Event::Negotiation`] | the registry, one per step of every upstream handshake attempt (leg `upstream`: `discover`, `fallback`, `initialize`, `failed`), just before its [`Event::Handshake`] (`registry/negotiation.rs`) |
+//! | [`Event::Route`] | the scheduler, for every routing decision (`schedule.rs`, `Scheduler::record`) |
 //! | [`Event::Notification`] | nobody yet: the gateway's notifier does not publish its fan-out |
 //!
 //! Three promises, because the data plane publishes here:
@@ -43,12 +44,15 @@ use switchboard_transport::{FrameEvent, FrameSink, UpstreamEvent};
 use tokio::sync::broadcast;
 use ts_rs::TS;
 
+use crate::decision::Decision;
 use crate::schema::Quarantined;
 
+mod diff;
 pub mod flow;
 mod subscription;
 pub mod typescript;
 
+pub use self::diff::CatalogDiff;
 pub use self::subscription::{Filter, FrameSubscription, Subscription};
 
 /// Events kept for a subscriber that falls behind, by default.
@@ -211,6 +215,12 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
+    /// A routing decision (see [`crate::schedule`]): candidates, each layer's verdict, scores,
+    /// the chosen upstream and why.
+    Route {
+        /// The decision.
+        decision: Box<Decision>,
+    },
     /// Periodic figures of one process: the router itself, or a server's stdio child (see
     /// [`crate::stats`]). Published every [`crate::RegistryConfig::stats_interval`], one event
     /// per process, only while somebody subscribes.
@@ -230,47 +240,6 @@ pub enum Event {
         /// Unix milliseconds.
         at_ms: i64,
     },
-}
-
-/// What differs between two listings of one server's catalog.
-///
-/// Items are keyed by their identity (tools and prompts by name, resources by URI, templates by
-/// URI template); an item is *changed* when its definition differs in anything a caller could
-/// act on (description, schemas, annotations, title, arguments, MIME type). A tool that moved
-/// into or out of quarantine is changed. Lists are sorted, so equal diffs compare equal.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct CatalogDiff {
-    /// Tools listed now and not before.
-    pub tools_added: Vec<String>,
-    /// Tools listed before and not now.
-    pub tools_removed: Vec<String>,
-    /// Tools whose definition (description, schemas, annotations) changed.
-    pub tools_changed: Vec<String>,
-    /// Prompts added, by name.
-    pub prompts_added: Vec<String>,
-    /// Prompts removed, by name.
-    pub prompts_removed: Vec<String>,
-    /// Prompts whose definition changed, by name.
-    pub prompts_changed: Vec<String>,
-    /// Resources added, by URI.
-    pub resources_added: Vec<String>,
-    /// Resources removed, by URI.
-    pub resources_removed: Vec<String>,
-    /// Resources whose definition changed, by URI.
-    pub resources_changed: Vec<String>,
-    /// Resource templates added, by URI template.
-    pub templates_added: Vec<String>,
-    /// Resource templates removed, by URI template.
-    pub templates_removed: Vec<String>,
-    /// Resource templates whose definition changed, by URI template.
-    pub templates_changed: Vec<String>,
-}
-
-impl CatalogDiff {
-    /// `true` when nothing differs.
-    pub fn is_empty(&self) -> bool {
-        self == &CatalogDiff::default()
-    }
 }
 
 /// The kinds of [`Event`], for filters.
@@ -303,6 +272,8 @@ pub enum EventKind {
     Session,
     /// [`Event::ProcessStats`].
     ProcessStats,
+    /// [`Event::Route`].
+    Route,
 }
 
 impl Event {
@@ -322,6 +293,7 @@ impl Event {
             Event::FlowRun { .. } => EventKind::FlowRun,
             Event::Session { .. } => EventKind::Session,
             Event::ProcessStats { .. } => EventKind::ProcessStats,
+            Event::Route { .. } => EventKind::Route,
         }
     }
 
@@ -337,6 +309,7 @@ impl Event {
             Event::ProcessStats { server, .. } | Event::Session { server, .. } => server.as_deref(),
             Event::Frame { frame } if frame.leg == "upstream" => Some(&frame.peer),
             Event::Trace { record } => record.upstream.as_deref(),
+            Event::Route { decision } => decision.chosen.as_deref(),
             _ => None,
         }
     }

@@ -16,14 +16,18 @@
 
 pub mod catalog;
 pub mod config;
+pub mod decision;
 pub mod dedicated;
 pub mod error;
 pub mod events;
 pub mod federation;
+pub mod labels;
+pub mod load;
 pub mod registry;
 pub mod route;
 pub mod schedule;
 pub mod schema;
+pub mod state;
 pub mod stats;
 mod unsolicited;
 

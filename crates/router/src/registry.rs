@@ -18,13 +18,15 @@
 //!
 //! The parts: `entry` (one server and its state changes), `view` (what the CLI and the UI
 //! see of it), `supervise` (connect, watch, reconnect), `listing` (catalogs and their
-//! events), `load` (calls in flight, latency, status reports, draining), `handshake` (the records of every attempt), `health` (probes and the circuit breaker), `negotiation` (an event per step of
+//! events), `load` (calls in flight, latency, status reports, draining), `handshake` (the records of every attempt), `hold` (self-registered servers kept from
+//! routing until confirmed), `health` (probes and the circuit breaker), `negotiation` (an event per step of
 //! each) and `sessions` (which connection a
 //! caller's request goes through).
 
 mod entry;
 mod handshake;
 mod health;
+mod hold;
 mod listing;
 mod load;
 mod negotiation;
@@ -46,13 +48,15 @@ use tokio_util::task::TaskTracker;
 use self::entry::{Listed, StateCell, read};
 pub use self::entry::{ServerEntry, ServerState};
 pub use self::handshake::{failure_record, success_record};
+pub use self::hold::{HELD_REASON, HeldOutcome};
 pub use self::listing::list_catalog;
-pub use self::load::{InFlight, Load, LoadReport};
 pub use self::sessions::MAX_CAPABILITY_SESSIONS;
 pub use self::view::ServerView;
 use crate::catalog::Catalog;
 use crate::config::{RegistryConfig, ServerSpec};
 use crate::events::{EventBus, now_ms};
+pub use crate::load::{InFlight, Load, LoadReport};
+use crate::schedule::{Scheduler, SchedulerConfig};
 use crate::{Error, config, stats};
 
 /// Starts built-in servers in-process; the application provides it (the registry does
@@ -79,6 +83,8 @@ struct Inner {
     adding: Mutex<HashSet<String>>,
     /// The process sampler's counters.
     sampler: Arc<stats::Counters>,
+    /// The scheduler's live state (bindings, decisions), shared by every route table.
+    scheduler: Arc<Scheduler>,
 }
 
 /// A name claimed by an [`Registry::add`] in progress; released when dropped (the add
@@ -121,12 +127,13 @@ impl Registry {
                 builtins: RwLock::new(None),
                 servers: RwLock::new(BTreeMap::new()),
                 store,
-                events,
                 tracker: TaskTracker::new(),
                 cancel,
                 changed: Notify::new(),
                 adding: Mutex::new(HashSet::new()),
                 sampler: Arc::default(),
+                scheduler: Arc::new(Scheduler::new(SchedulerConfig::default(), events.clone())),
+                events,
             }),
         };
         registry.start_sampler();
@@ -152,6 +159,11 @@ impl Registry {
         ));
     }
 
+    /// The scheduler (replica groups, affinity bindings, the decisions it made).
+    pub fn scheduler(&self) -> &Arc<Scheduler> {
+        &self.inner.scheduler
+    }
+
     /// What the process sampler has done so far.
     pub fn sampler_counters(&self) -> stats::SamplerCounters {
         self.inner.sampler.snapshot()
@@ -174,10 +186,14 @@ impl Registry {
     /// name is reserved before anything is awaited, so of two concurrent adds of one name
     /// exactly one succeeds), [`Error::Store`] when it cannot be persisted.
     pub async fn add(&self, spec: ServerSpec) -> Result<String, Error> {
+        self.add_with(spec, false).await
+    }
+
+    async fn add_with(&self, spec: ServerSpec, held: bool) -> Result<String, Error> {
         let id = spec.server_id();
         let _reservation = self.inner.reserve_name(&spec)?;
         let mut era_hint = None;
-        let reason = if spec.enabled { "registered; connecting" } else { "disabled in configuration" };
+        let reason = if spec.enabled { hold::CONNECTING_REASON } else { "disabled in configuration" };
         if let Some(store) = &self.inner.store {
             let previous = store.server(&id).await?;
             era_hint = previous.as_ref().and_then(|p| p.era.as_deref()).and_then(parse_era);
@@ -217,7 +233,11 @@ impl Registry {
             sessions: Mutex::new(HashMap::new()),
             calls: Arc::default(),
             load: Arc::default(),
+            hold: Mutex::default(),
         });
+        if held {
+            Inner::hold(&entry);
+        }
         // Inserted before the reservation is released (on return), so the name is never free in between.
         self.inner.servers.write().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), entry.clone());
         self.inner.version.fetch_add(1, std::sync::atomic::Ordering::Release);
@@ -279,9 +299,11 @@ impl Registry {
         loop {
             let notified = self.inner.changed.notified();
             let views = self.servers();
-            let pending = views
-                .iter()
-                .any(|v| v.state == ServerState::Pending && v.reason != "disabled in configuration");
+            let pending = views.iter().any(|v| {
+                v.state == ServerState::Pending
+                    && v.reason != "disabled in configuration"
+                    && v.reason != HELD_REASON
+            });
             if !pending || tokio::time::Instant::now() >= deadline {
                 return views;
             }

@@ -1,9 +1,10 @@
 //! The one routing seam: which upstream serves a tool, a prompt, a resource or a capability.
 //!
 //! Every place that sends a call somewhere asks [`RouteTable::route`]: the gateway's endpoint
-//! and edge (and so its traces), and the flow engine's invoker. The scheduler (replica groups,
-//! load scores, session affinity) lives behind this function, which is why it already takes an
-//! affinity key; a key that is an empty string is no key.
+//! and edge (and so its traces), and the flow engine's invoker. The scheduler
+//! ([`crate::schedule`]: replica groups, capability match, load scores, session affinity,
+//! fallback) lives behind this function; a key that is an empty string is no key. Every route
+//! carries the scheduler's [`Decision`].
 //!
 //! A table is a snapshot of the registry at one [`Registry::version`]: the ready servers'
 //! catalogs federated under the configured prefix mode and separator, plus what the servers
@@ -11,7 +12,7 @@
 //! which server is down and why instead of "unknown tool". [`RouteCache`] rebuilds it only
 //! when the registry changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
@@ -19,6 +20,8 @@ use serde_json::Value;
 use crate::catalog::Catalog;
 use crate::federation::{Exposed, Federation, FederationConfig, federate};
 use crate::registry::{Registry, ServerState};
+use crate::schedule::groups::{self, Group, Member, Seen};
+use crate::schedule::{Ask, Decision, Offers, Scheduler, SchedulerConfig};
 
 /// What a call names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +52,10 @@ pub struct Route {
     pub exposed_name: String,
     /// One line saying why this server was chosen.
     pub reason: String,
+    /// The replica group (or the server of its own) the name belongs to.
+    pub group: String,
+    /// The scheduler's full decision.
+    pub decision: Arc<Decision>,
 }
 
 /// Why a call has nowhere to go. Messages are for callers: they name servers and states, and
@@ -71,9 +78,9 @@ pub enum RouteError {
         what: &'static str,
         /// The name or URI asked for.
         name: String,
-        /// The server.
+        /// The server (or the replica group).
         server: String,
-        /// Its state (`pending`, `degraded`, `unavailable`, `disabled`).
+        /// Its state (`pending`, `degraded`, `unavailable`, `disabled`, `draining`).
         state: String,
         /// Why (caller-safe).
         reason: String,
@@ -106,12 +113,23 @@ pub enum RouteError {
         /// The candidates' exposed names.
         candidates: Vec<String>,
     },
+    /// The group offers the name, but the scheduler rejected every member (even after
+    /// fallback): why, member by member.
+    #[error("{why}")]
+    NoCandidate {
+        /// The replica group.
+        group: String,
+        /// The rejections, one per member.
+        why: String,
+        /// The recorded decision's id.
+        decision: String,
+    },
 }
 
-/// A server that is not ready, with what it offered when it last was.
+/// A server that is not routable, with what it offered when it last was.
 #[derive(Debug, Clone)]
 struct Down {
-    state: ServerState,
+    state: String,
     reason: String,
     catalog: Arc<Catalog>,
 }
@@ -121,35 +139,99 @@ struct Down {
 pub struct RouteTable {
     version: u64,
     config: FederationConfig,
-    /// The ready servers' catalogs, by name.
+    /// The routable servers' catalogs, by server name.
     pub catalogs: BTreeMap<String, Arc<Catalog>>,
-    /// Their federation.
+    /// The federation of the groups that can take calls (one entry per replica group).
     pub federation: Federation,
-    labels: BTreeMap<String, Vec<String>>,
+    /// Every replica group (a server of its own is a group of one), by name.
+    pub groups: BTreeMap<String, Group>,
     down: BTreeMap<String, Down>,
+    scheduler: Arc<Scheduler>,
+}
+
+/// What a member must offer: a tool, a prompt or a resource.
+struct Item<'a> {
+    what: &'static str,
+    name: &'a str,
+}
+
+impl Offers for Item<'_> {
+    fn missing(&self, m: &Member) -> Option<String> {
+        let has = match self.what {
+            "tool" => m.catalog.tool(self.name).is_some(),
+            "prompt" => offers(&m.catalog, self.name, false),
+            _ => lists_resource(&m.catalog, self.name) || template_for(&m.catalog, self.name).is_some(),
+        };
+        (!has).then(|| format!("does not offer {} {:?}", self.what, self.name))
+    }
 }
 
 impl RouteTable {
     /// The table of `registry` now.
     pub fn build(registry: &Registry, config: &FederationConfig) -> Self {
         let version = registry.version();
-        let mut catalogs = BTreeMap::new();
-        let mut labels = BTreeMap::new();
-        let mut down = BTreeMap::new();
+        let scheduler = registry.scheduler().clone();
+        let mut seen = Vec::new();
         for view in registry.servers() {
             let Some(entry) = registry.entry(&view.name) else { continue };
-            labels.insert(view.name.clone(), view.labels);
-            if view.state == ServerState::Ready {
-                catalogs.insert(view.name, entry.catalog());
+            let catalog = entry.catalog();
+            let fresh = (view.state == ServerState::Ready)
+                .then(|| groups::signature(&view.server_info, view.protocol_version.as_deref(), &catalog))
+                .flatten();
+            let signature = scheduler.remember_signature(&view.name, fresh);
+            seen.push(Seen {
+                member: Member {
+                    server: view.name,
+                    state: view.state,
+                    reason: view.reason,
+                    labels: view.labels,
+                    catalog,
+                    load: entry.load().clone(),
+                },
+                declared: entry.spec.group.clone(),
+                signature,
+            });
+        }
+        let names: HashSet<&str> = seen.iter().map(|s| s.member.server.as_str()).collect();
+        scheduler.forget_signatures_except(&names);
+        RouteTable::from_servers(version, config, seen, scheduler)
+    }
+
+    /// The table of the given servers (what [`RouteTable::build`] reads off the registry).
+    pub fn from_servers(
+        version: u64,
+        config: &FederationConfig,
+        servers: Vec<Seen>,
+        scheduler: Arc<Scheduler>,
+    ) -> Self {
+        let mut catalogs = BTreeMap::new();
+        let mut down = BTreeMap::new();
+        for s in &servers {
+            let m = &s.member;
+            if m.routable() {
+                catalogs.insert(m.server.clone(), m.catalog.clone());
             } else {
-                down.insert(
-                    view.name,
-                    Down { state: view.state, reason: view.reason, catalog: entry.catalog() },
-                );
+                let (state, reason) = if m.state == ServerState::Ready {
+                    ("draining".to_owned(), "deregistered; finishing its calls in flight".to_owned())
+                } else {
+                    (m.state.as_str().to_owned(), m.reason.clone())
+                };
+                down.insert(m.server.clone(), Down { state, reason, catalog: m.catalog.clone() });
             }
         }
-        let federation = federate(&catalogs, config);
-        RouteTable { version, config: config.clone(), catalogs, federation, labels, down }
+        let detect = scheduler.config().detect_replicas;
+        let groups: BTreeMap<String, Group> =
+            groups::form(servers, detect).into_iter().map(|g| (g.name.clone(), g)).collect();
+        let listed: BTreeMap<String, Arc<Catalog>> =
+            groups.values().filter(|g| g.routable()).map(|g| (g.name.clone(), g.catalog())).collect();
+        let federation = federate(&listed, config);
+        RouteTable { version, config: config.clone(), catalogs, federation, groups, down, scheduler }
+    }
+
+    /// A table of nothing, scheduling with default settings (for tests and tools).
+    pub fn empty(config: &FederationConfig) -> Self {
+        let scheduler = Arc::new(Scheduler::new(SchedulerConfig::default(), crate::EventBus::new(16)));
+        RouteTable::from_servers(0, config, Vec::new(), scheduler)
     }
 
     /// The registry version this table was built from.
@@ -162,15 +244,36 @@ impl RouteTable {
         &self.config
     }
 
+    /// The scheduler the table routes with.
+    pub fn scheduler(&self) -> &Arc<Scheduler> {
+        &self.scheduler
+    }
+
+    /// One catalog per group that can take calls (what the federated lists show: a group's
+    /// replicas are listed once).
+    pub fn listed_catalogs(&self) -> impl Iterator<Item = Arc<Catalog>> + '_ {
+        self.groups.values().filter(|g| g.routable()).map(Group::catalog)
+    }
+
+    /// The group a server belongs to.
+    pub fn group_of(&self, server: &str) -> Option<&Group> {
+        self.groups.values().find(|g| g.members.iter().any(|m| m.server == server))
+    }
+
     /// Where a call to `target` goes. `affinity` is the caller's affinity key (a 2025-11-25
     /// session or a 2026-07-28 caller's key); `None` or `Some("")` means none.
     pub fn route(&self, target: Target<'_>, affinity: Option<&str>) -> Result<Route, RouteError> {
-        let _affinity = affinity.filter(|k| !k.is_empty());
+        self.route_with(target, &Ask { key: affinity, ..Ask::default() })
+    }
+
+    /// [`RouteTable::route`] with everything a call can ask: its key and where it came from,
+    /// capability labels, upstreams to leave out (a retry), the attempt number.
+    pub fn route_with(&self, target: Target<'_>, ask: &Ask<'_>) -> Result<Route, RouteError> {
         match target {
-            Target::Tool(name) => self.named("tool", name, true),
-            Target::Prompt(name) => self.named("prompt", name, false),
-            Target::Resource(uri) => self.resource(uri),
-            Target::Capability { label, tool } => self.capability(label, tool),
+            Target::Tool(name) => self.named("tool", name, true, ask),
+            Target::Prompt(name) => self.named("prompt", name, false, ask),
+            Target::Resource(uri) => self.resource(uri, ask),
+            Target::Capability { label, tool } => self.capability(label, tool, ask),
         }
     }
 
@@ -178,38 +281,79 @@ impl RouteTable {
         if tools { self.federation.tool(name) } else { self.federation.prompt(name) }
     }
 
-    fn named(&self, what: &'static str, name: &str, tools: bool) -> Result<Route, RouteError> {
-        if let Some(e) = self.exposed(name, tools) {
-            return Ok(Route {
-                server: e.server.clone(),
-                upstream_name: e.upstream_name.clone(),
-                exposed_name: e.name.clone(),
-                reason: format!("the only server offering {what} {name:?}"),
-            });
+    /// Schedules `item` in `group`.
+    fn schedule(
+        &self,
+        group: &Group,
+        item: Item<'_>,
+        exposed_name: String,
+        how: String,
+        ask: &Ask<'_>,
+    ) -> Result<Route, RouteError> {
+        let target = format!("{} {:?}", item.what, exposed_name);
+        match self.scheduler.choose(group, target, &item, ask) {
+            Ok(d) => Ok(Route {
+                server: d.chosen.clone().unwrap_or_default(),
+                upstream_name: item.name.to_owned(),
+                exposed_name,
+                reason: if d.layer == crate::schedule::Layer::Only {
+                    how
+                } else {
+                    format!("{how}; {}", d.reason)
+                },
+                group: group.name.clone(),
+                decision: d,
+            }),
+            Err(d) => Err(RouteError::NoCandidate {
+                group: group.name.clone(),
+                why: d.reason.clone(),
+                decision: d.id.clone(),
+            }),
         }
-        // `server<sep>name` always names that server's item, whatever the prefix mode.
+    }
+
+    fn named(&self, what: &'static str, name: &str, tools: bool, ask: &Ask<'_>) -> Result<Route, RouteError> {
+        if let Some(e) = self.exposed(name, tools)
+            && let Some(group) = self.groups.get(&e.server)
+        {
+            let how = if group.members.len() == 1 {
+                format!("the only server offering {what} {name:?}")
+            } else {
+                format!("{what} {name:?} of replica group {:?}", group.name)
+            };
+            return self.schedule(group, Item { what, name: &e.upstream_name }, e.name.clone(), how, ask);
+        }
+        // `server<sep>name` always names that server's item (or that group's), whatever the
+        // prefix mode.
         let sep = self.config.separator.as_str();
         let qualified = (!sep.is_empty()).then(|| name.split_once(sep)).flatten();
-        if let Some((server, item)) = qualified {
-            if let Some(catalog) = self.catalogs.get(server) {
+        if let Some((prefix, item)) = qualified {
+            if let Some(catalog) = self.catalogs.get(prefix) {
                 if offers(catalog, item, tools) {
-                    return Ok(Route {
-                        server: server.to_owned(),
-                        upstream_name: item.to_owned(),
-                        exposed_name: name.to_owned(),
-                        reason: format!("named with its server's prefix {server:?}"),
-                    });
+                    let pinned = Group {
+                        name: prefix.to_owned(),
+                        formed: groups::Formed::Single,
+                        members: self.member(prefix).into_iter().collect(),
+                    };
+                    let how = format!("named with its server's prefix {prefix:?}");
+                    return self.schedule(&pinned, Item { what, name: item }, name.to_owned(), how, ask);
                 }
                 if tools && let Some(q) = catalog.quarantined.iter().find(|q| q.name == item) {
                     return Err(RouteError::Quarantined {
                         name: name.to_owned(),
-                        server: server.to_owned(),
+                        server: prefix.to_owned(),
                         error: q.error.clone(),
                     });
                 }
             }
-            if let Some(d) = self.down.get(server) {
-                return Err(self.unavailable(what, name, server, d));
+            if let Some(group) = self.groups.get(prefix).filter(|g| g.routable())
+                && offers(&group.catalog(), item, tools)
+            {
+                let how = format!("named with its group's prefix {prefix:?}");
+                return self.schedule(group, Item { what, name: item }, name.to_owned(), how, ask);
+            }
+            if let Some(d) = self.down.get(prefix) {
+                return Err(self.unavailable(what, name, prefix, d));
             }
         }
         if tools {
@@ -232,64 +376,82 @@ impl RouteTable {
         Err(RouteError::Unknown { what, name: name.to_owned() })
     }
 
+    fn member(&self, server: &str) -> Option<Member> {
+        self.groups.values().flat_map(|g| g.members.iter()).find(|m| m.server == server).cloned()
+    }
+
     fn unavailable(&self, what: &'static str, name: &str, server: &str, d: &Down) -> RouteError {
         RouteError::Unavailable {
             what,
             name: name.to_owned(),
             server: server.to_owned(),
-            state: d.state.as_str().to_owned(),
+            state: d.state.clone(),
             reason: d.reason.clone(),
         }
     }
 
-    fn resource(&self, uri: &str) -> Result<Route, RouteError> {
-        let route = |server: &str, reason: String| Route {
-            server: server.to_owned(),
-            upstream_name: uri.to_owned(),
-            exposed_name: uri.to_owned(),
-            reason,
-        };
-        if let Some((s, _)) = self.catalogs.iter().find(|(_, c)| lists_resource(c, uri)) {
-            return Ok(route(s, format!("{s:?} lists {uri:?}")));
-        }
-        if let Some((s, _)) = self.catalogs.iter().find(|(_, c)| template_for(c, uri).is_some()) {
-            return Ok(route(s, format!("a resource template of {s:?} matches {uri:?}")));
+    fn resource(&self, uri: &str, ask: &Ask<'_>) -> Result<Route, RouteError> {
+        let serves = |c: &Catalog| lists_resource(c, uri) || template_for(c, uri).is_some();
+        let routable = || self.groups.values().filter(|g| g.routable());
+        // A group listing the URI first, then one with a matching template.
+        let listed = routable().find(|g| lists_resource(&g.catalog(), uri));
+        let found = listed.map(|g| (g, format!("{:?} lists {uri:?}", g.name))).or_else(|| {
+            routable()
+                .find(|g| serves(&g.catalog()))
+                .map(|g| (g, format!("a resource template of {:?} matches {uri:?}", g.name)))
+        });
+        if let Some((g, how)) = found {
+            return self.schedule(g, Item { what: "resource", name: uri }, uri.to_owned(), how, ask);
         }
         for (server, d) in &self.down {
-            if lists_resource(&d.catalog, uri) || template_for(&d.catalog, uri).is_some() {
+            if serves(&d.catalog) {
                 return Err(self.unavailable("resource", uri, server, d));
             }
         }
         Err(RouteError::Unknown { what: "resource", name: uri.to_owned() })
     }
 
-    fn capability(&self, label: &str, tool: Option<&str>) -> Result<Route, RouteError> {
+    fn capability(&self, label: &str, tool: Option<&str>, ask: &Ask<'_>) -> Result<Route, RouteError> {
         let sep = &self.config.separator;
-        let mut candidates = Vec::new();
+        let mut candidates: Vec<(&Group, String)> = Vec::new();
         let mut why = Vec::new();
-        for (server, labels) in &self.labels {
-            if !labels.iter().any(|l| l == label) {
+        for group in self.groups.values() {
+            let labelled: Vec<&Member> =
+                group.members.iter().filter(|m| m.labels.iter().any(|l| l == label)).collect();
+            if labelled.is_empty() {
                 continue;
             }
-            let Some(catalog) = self.catalogs.get(server) else {
-                if let Some(d) = self.down.get(server) {
-                    why.push(format!("{server} is {} ({})", d.state.as_str(), d.reason));
+            if !labelled.iter().any(|m| m.routable()) {
+                for m in labelled {
+                    if let Some(d) = self.down.get(&m.server) {
+                        why.push(format!("{} is {} ({})", m.server, d.state, d.reason));
+                    }
                 }
                 continue;
-            };
-            for t in &catalog.tools {
+            }
+            for t in &group.catalog().tools {
                 if tool.is_none_or(|want| want == t.name) {
-                    candidates.push((server.clone(), t.name.clone()));
+                    candidates.push((group, t.name.clone()));
                 }
             }
         }
         match candidates.as_slice() {
-            [(server, name)] => Ok(Route {
-                server: server.clone(),
-                upstream_name: name.clone(),
-                exposed_name: format!("{server}{sep}{name}"),
-                reason: format!("the only ready server with capability {label:?}"),
-            }),
+            [(group, name)] => {
+                let core = [label.to_owned()];
+                let ask = Ask { core: &core, ..*ask };
+                let how = if group.members.len() == 1 {
+                    format!("the only ready server with capability {label:?}")
+                } else {
+                    format!("replica group {:?} has capability {label:?}", group.name)
+                };
+                self.schedule(
+                    group,
+                    Item { what: "tool", name },
+                    format!("{}{sep}{name}", group.name),
+                    how,
+                    &ask,
+                )
+            }
             [] => Err(RouteError::NoCapability {
                 label: label.to_owned(),
                 wanted: tool.map_or("a tool".to_owned(), |t| format!("tool {t:?}")),
@@ -297,7 +459,7 @@ impl RouteTable {
             }),
             many => Err(RouteError::Ambiguous {
                 label: label.to_owned(),
-                candidates: many.iter().map(|(s, t)| format!("{s}{sep}{t}")).collect(),
+                candidates: many.iter().map(|(g, t)| format!("{}{sep}{t}", g.name)).collect(),
             }),
         }
     }
@@ -372,118 +534,4 @@ impl RouteCache {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::federation::PrefixMode;
-    use crate::schema::{Quarantined, compile_tools};
-    use serde_json::json;
-
-    fn catalog(tools: &[&str]) -> Arc<Catalog> {
-        let raw: Vec<Value> =
-            tools.iter().map(|t| json!({"name": t, "inputSchema": {"type": "object"}})).collect();
-        let (tools, quarantined) = compile_tools(&raw);
-        Arc::new(Catalog {
-            tools,
-            quarantined,
-            prompts: vec![json!({"name": "greet"})],
-            resources: vec![json!({"uri": "file:///a.txt"})],
-            resource_templates: vec![json!({"uriTemplate": "db://{table}/rows"})],
-            ..Catalog::default()
-        })
-    }
-
-    fn table(mode: PrefixMode) -> RouteTable {
-        let config = FederationConfig { mode, separator: "__".into() };
-        let mut catalogs = BTreeMap::new();
-        catalogs.insert("alpha".to_owned(), catalog(&["echo", "add"]));
-        catalogs.insert("beta".to_owned(), catalog(&["echo", "mul"]));
-        let mut broken = (*catalog(&["scan"])).clone();
-        broken.quarantined.push(Quarantined { name: "bad".into(), error: "inputSchema: oops".into() });
-        catalogs.insert("gamma".to_owned(), Arc::new(broken));
-        let federation = federate(&catalogs, &config);
-        let mut down = BTreeMap::new();
-        down.insert(
-            "delta".to_owned(),
-            Down {
-                state: ServerState::Degraded,
-                reason: "process exited (status 1)".into(),
-                catalog: catalog(&["divide"]),
-            },
-        );
-        let labels = [
-            ("alpha".to_owned(), vec!["math".to_owned()]),
-            ("beta".to_owned(), vec!["math".to_owned()]),
-            ("gamma".to_owned(), vec!["vision".to_owned()]),
-            ("delta".to_owned(), vec!["math".to_owned()]),
-        ]
-        .into();
-        RouteTable { version: 1, config, catalogs, federation, labels, down }
-    }
-
-    #[test]
-    fn routes_exposed_and_qualified_names_under_every_prefix_mode() {
-        for mode in [PrefixMode::Always, PrefixMode::OnCollision, PrefixMode::Never] {
-            let t = table(mode);
-            let r = t.route(Target::Tool("alpha__add"), None).expect("qualified name routes");
-            assert_eq!((r.server.as_str(), r.upstream_name.as_str()), ("alpha", "add"), "{mode:?}");
-            let r = t.route(Target::Tool("beta__echo"), Some("")).expect("qualified name routes");
-            assert_eq!(r.server, "beta");
-        }
-        let t = table(PrefixMode::OnCollision);
-        assert_eq!(t.route(Target::Tool("mul"), None).expect("mul").server, "beta");
-        assert!(matches!(t.route(Target::Tool("echo"), None), Err(RouteError::Unknown { .. })));
-    }
-
-    #[test]
-    fn a_tool_of_a_server_that_is_down_names_the_server_and_why() {
-        let t = table(PrefixMode::OnCollision);
-        let err = t.route(Target::Tool("divide"), None).expect_err("delta is down");
-        assert_eq!(
-            err.to_string(),
-            "tool \"divide\" is offered by server \"delta\", which is degraded: process exited (status 1)"
-        );
-        let err = t.route(Target::Tool("delta__divide"), None).expect_err("delta is down");
-        assert!(matches!(err, RouteError::Unavailable { ref server, .. } if server == "delta"));
-        let err = t.route(Target::Tool("bad"), None).expect_err("quarantined");
-        assert!(err.to_string().contains("quarantined: inputSchema: oops"), "{err}");
-        assert_eq!(
-            t.route(Target::Tool("nope"), None).expect_err("unknown").to_string(),
-            "unknown tool \"nope\""
-        );
-    }
-
-    #[test]
-    fn resources_by_listing_then_template() {
-        let t = table(PrefixMode::OnCollision);
-        assert_eq!(t.route(Target::Resource("file:///a.txt"), None).expect("listed").server, "alpha");
-        let r = t.route(Target::Resource("db://users/rows"), None).expect("template");
-        assert!(r.reason.contains("template"), "{}", r.reason);
-        assert!(matches!(
-            t.route(Target::Resource("db://a/b/rows"), None),
-            Err(RouteError::Unknown { what: "resource", .. })
-        ));
-    }
-
-    #[test]
-    fn capabilities_name_the_tool_and_honour_the_separator() {
-        let mut t = table(PrefixMode::OnCollision);
-        let r = t.route(Target::Capability { label: "vision", tool: None }, None).expect("one tool");
-        assert_eq!(r.exposed_name, "gamma__scan");
-        let err = t.route(Target::Capability { label: "math", tool: Some("echo") }, None).expect_err("two");
-        assert!(matches!(err, RouteError::Ambiguous { ref candidates, .. } if candidates.len() == 2));
-        let err =
-            t.route(Target::Capability { label: "math", tool: Some("divide") }, None).expect_err("down");
-        assert!(err.to_string().contains("delta is degraded"), "{err}");
-        t.config.separator = "::".into();
-        let r = t.route(Target::Capability { label: "math", tool: Some("add") }, None).expect("add");
-        assert_eq!(r.exposed_name, "alpha::add");
-        assert_eq!(t.route(Target::Tool("alpha::add"), None).expect("qualified").upstream_name, "add");
-    }
-
-    #[test]
-    fn templates_match_like_rfc6570_expansions() {
-        assert!(template_matches("db://{table}/rows", "db://users/rows"));
-        assert!(!template_matches("db://{table}/rows", "db://a/b/rows"));
-        assert!(template_matches("file://{+path}", "file:///etc/hosts"));
-    }
-}
+mod tests;

@@ -65,6 +65,14 @@ pub struct TraceRecord {
     pub error_code: Option<i64>,
     /// The error message.
     pub error: Option<String>,
+    /// The scheduler's decision for the upstream that served it (or the last one tried): the
+    /// candidates, each layer's verdict, their scores, the chosen upstream and why.
+    #[serde(default)]
+    #[ts(type = "JsonValue | null")]
+    pub route: Option<serde_json::Value>,
+    /// Attempts on other upstreams that failed before the last one (retries).
+    #[serde(default)]
+    pub retries: u32,
 }
 
 #[derive(sqlx::FromRow)]
@@ -86,6 +94,8 @@ struct TraceRow {
     outcome: String,
     error_code: Option<i64>,
     error: Option<String>,
+    route: Option<String>,
+    retries: i64,
 }
 
 impl From<TraceRow> for TraceRecord {
@@ -108,6 +118,8 @@ impl From<TraceRow> for TraceRecord {
             outcome: r.outcome,
             error_code: r.error_code,
             error: r.error,
+            route: r.route.and_then(|t| serde_json::from_str(&t).ok()),
+            retries: u32::try_from(r.retries).unwrap_or(u32::MAX),
         }
     }
 }
@@ -127,8 +139,8 @@ impl Store {
         for t in batch {
             let inserted = sqlx::query(
                 "INSERT INTO traces (at_ms, transport, peer, client_name, client_version, era, method, name, \
-                     upstream, latency_ms, first_byte_ms, streamed, http_status, outcome, error_code, error) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     upstream, latency_ms, first_byte_ms, streamed, http_status, outcome, error_code, error, route, retries) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(t.at_ms)
             .bind(&t.transport)
@@ -146,6 +158,8 @@ impl Store {
             .bind(&t.outcome)
             .bind(t.error_code)
             .bind(&t.error)
+            .bind(t.route.as_ref().map(serde_json::Value::to_string))
+            .bind(i64::from(t.retries))
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
@@ -166,7 +180,7 @@ impl Store {
     pub async fn traces(&self, limit: u32) -> Result<Vec<TraceRecord>, Error> {
         let rows: Vec<TraceRow> = sqlx::query_as(
             "SELECT id, at_ms, transport, peer, client_name, client_version, era, method, name, upstream, \
-                 latency_ms, first_byte_ms, streamed, http_status, outcome, error_code, error \
+                 latency_ms, first_byte_ms, streamed, http_status, outcome, error_code, error, route, retries \
              FROM traces ORDER BY at_ms DESC, id DESC LIMIT ?",
         )
         .bind(limit)
@@ -211,6 +225,8 @@ mod tests {
             outcome: outcome::OK.into(),
             error_code: None,
             error: None,
+            route: None,
+            retries: 0,
         }
     }
 

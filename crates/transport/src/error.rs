@@ -92,6 +92,25 @@ fn body_suffix(body: &str) -> String {
 }
 
 impl Error {
+    /// `true` when the request certainly did not reach the server's handler: no connection
+    /// could be made, the process is not running, the session had expired, or the server
+    /// refused the request up front (HTTP 429 or 503). Retrying such a request elsewhere is safe
+    /// whatever the tool does; after any other failure it may have run.
+    pub fn not_delivered(&self) -> bool {
+        match self {
+            Error::Spawn { .. } | Error::NotRunning { .. } | Error::SessionExpired { .. } => true,
+            Error::Connect { reason, .. } => reason.starts_with("cannot connect"),
+            Error::HttpStatus { status, .. } => matches!(status, 429 | 503),
+            _ => false,
+        }
+    }
+
+    /// `true` when the server said it is overloaded or unavailable for now (HTTP 429 or 503):
+    /// worth a retry after a backoff.
+    pub fn overloaded(&self) -> bool {
+        matches!(self, Error::HttpStatus { status: 429 | 503, .. })
+    }
+
     /// `true` when the peer itself is gone (as opposed to a slow or confused peer), so
     /// an era fallback or a retry on the same connection is pointless.
     pub fn is_fatal(&self) -> bool {

@@ -37,6 +37,18 @@ pub struct HttpConfig {
     pub headers: BTreeMap<String, String>,
     /// TCP connect timeout.
     pub connect_timeout: Duration,
+    /// How long the server may stay silent while the router waits for bytes of a response
+    /// (its headers, the next chunk of a body or SSE stream): reset by every byte that
+    /// arrives, so a progress notification on a call's stream extends it. The session's GET
+    /// stream, idle by nature, is not bound by it. `None`: no limit beyond the caller's.
+    pub read_timeout: Option<Duration>,
+    /// How long a POST that carries no request (a notification, a response, a
+    /// cancellation) may take until the server acknowledges it (`202`). reqwest has no
+    /// write-phase timeout, so a request's own upload is bounded by `read_timeout` (the
+    /// wait for its answer's first byte) instead. `None`: no limit.
+    pub write_timeout: Option<Duration>,
+    /// Idle keep-alive connections kept to the server (`None`: reqwest's default, unbounded).
+    pub pool_max_idle: Option<usize>,
     /// Largest JSON response body accepted, and largest SSE event (one message) on a
     /// response or GET stream.
     pub max_response_bytes: usize,
@@ -49,6 +61,9 @@ impl HttpConfig {
             url: url.into(),
             headers: BTreeMap::new(),
             connect_timeout: Duration::from_secs(5),
+            read_timeout: None,
+            write_timeout: None,
+            pool_max_idle: None,
             max_response_bytes: crate::sse::MAX_EVENT_BYTES,
         }
     }
@@ -62,6 +77,8 @@ struct Session {
 
 struct Inner {
     client: reqwest::Client,
+    /// For the session's GET stream: `client` without the read timeout.
+    stream_client: reqwest::Client,
     config: HttpConfig,
     /// `config.url`, parsed once (not on every request).
     url: reqwest::Url,
@@ -89,17 +106,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl HttpUpstream {
     /// Creates the client; no connection is made until the first request.
     pub fn new(config: HttpConfig, tap: Tap, shutdown: CancellationToken) -> Result<Arc<Self>, Error> {
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .connect_timeout(config.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| Error::Connect { url: config.url.clone(), reason: e.to_string() })?;
+        let builder = || {
+            let b = reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .connect_timeout(config.connect_timeout)
+                .pool_idle_timeout(Duration::from_secs(60));
+            match config.pool_max_idle {
+                Some(n) => b.pool_max_idle_per_host(n),
+                None => b,
+            }
+        };
+        let built = |b: reqwest::ClientBuilder| {
+            b.build().map_err(|e| Error::Connect { url: config.url.clone(), reason: e.to_string() })
+        };
+        let stream_client = built(builder())?;
+        let client = match config.read_timeout {
+            Some(t) => built(builder().read_timeout(t))?,
+            None => stream_client.clone(),
+        };
         let url = reqwest::Url::parse(&config.url)
             .map_err(|e| Error::Connect { url: config.url.clone(), reason: format!("invalid URL: {e}") })?;
         Ok(Arc::new(HttpUpstream {
             inner: Arc::new(Inner {
                 client,
+                stream_client,
                 url,
                 config,
                 tap,
@@ -180,14 +210,12 @@ impl Inner {
             }
         }
         self.tap.record(Direction::Out, msg, &bytes);
-        let resp = self
-            .client
-            .post(self.url.clone())
-            .headers(headers)
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| self.connect_err(&e))?;
+        let send = self.client.post(self.url.clone()).headers(headers).body(bytes).send();
+        let sent = match self.config.write_timeout.filter(|_| !msg.is_request()) {
+            Some(limit) => tokio::time::timeout(limit, send).await.map_err(|_| Error::Timeout(limit))?,
+            None => send.await,
+        };
+        let resp = sent.map_err(|e| self.connect_err(&e))?;
         *lock(&self.last_error) = None;
         Ok(resp)
     }
@@ -327,6 +355,13 @@ impl Upstream for HttpUpstream {
         }
         let body = inner.read_body(resp).await?;
         match inner.parse_in(&body) {
+            // "Overloaded, try later" (HTTP 429/503) is the transport's answer even when the body
+            // is a JSON-RPC error: the request did not run, and the router may retry it.
+            Ok(m) if m.is_response() && matches!(status.as_u16(), 429 | 503) => Err(Error::HttpStatus {
+                url: inner.config.url.clone(),
+                status: status.as_u16(),
+                body: m.error().map(|e| e.message.clone()).unwrap_or_default(),
+            }),
             Ok(m) if m.is_response() => {
                 let _ = tx.try_send(Ok(m));
                 Ok(Exchange::new(rx, id_text, None))

@@ -26,6 +26,10 @@ pub const PARAM_PREFIX: &str = "mcp-param-";
 pub const LAST_EVENT_ID: &str = "last-event-id";
 /// The schema keyword that designates a mirrored parameter.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
+/// Switchboard's affinity key header for 2026-07-28 callers (see [`crate::meta::AFFINITY_KEY`]).
+pub const AFFINITY_KEY: &str = "switchboard-affinity-key";
+/// The idempotency key header (see [`crate::meta::IDEMPOTENCY_KEY`]).
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 const SENTINEL_START: &str = "=?base64?";
 const SENTINEL_END: &str = "?=";

@@ -23,3 +23,12 @@ pub const TRACEPARENT: &str = "traceparent";
 pub const TRACESTATE: &str = "tracestate";
 /// Switchboard's own `_meta` key on results it degraded by fallback (see the scheduler).
 pub const SWITCHBOARD_ROUTE: &str = "dev.switchboard/route";
+/// A 2026-07-28 caller's affinity key in request `_meta` (a string; the header
+/// [`crate::headers::AFFINITY_KEY`] says the same). 2025-11-25 callers' key is their session.
+pub const AFFINITY_KEY: &str = "dev.switchboard/affinityKey";
+/// A caller's idempotency key in request `_meta`: the caller promises that repeating the
+/// request is safe, so the router may retry it on another upstream after a failure that may
+/// have reached the first (the header [`crate::headers::IDEMPOTENCY_KEY`] says the same).
+pub const IDEMPOTENCY_KEY: &str = "dev.switchboard/idempotencyKey";
+/// Capability labels a call asks of its upstream: `{"core": [...], "optional": [...]}`.
+pub const CAPABILITIES: &str = "dev.switchboard/capabilities";

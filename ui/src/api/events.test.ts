@@ -70,3 +70,18 @@ describe('events stream', () => {
     expect(() => handleMessage('not json')).not.toThrow();
   });
 });
+
+describe('events stream: subscribers', () => {
+  it('hands a kind’s events to its subscribers only', async () => {
+    const { subscribe } = await import('./events');
+    const got: string[] = [];
+    const off = subscribe('route', (evs) => {
+      for (const e of evs) if (e.type === 'route') got.push(e.decision.id);
+    });
+    const decision = { id: 'r-1', at_ms: 1, target: 'tool "read"', group: 'chaos', key: null, key_source: 'none', candidates: [], chosen: 'chaos-1', layer: 'only', reason: 'x', degraded: false, dropped: [], attempt: 0, excluded: [] };
+    handleMessage(JSON.stringify({ type: 'events', events: [{ type: 'route', decision }, { type: 'session', at_ms: 1 }] }));
+    off();
+    handleMessage(JSON.stringify({ type: 'events', events: [{ type: 'route', decision: { ...decision, id: 'r-2' } }] }));
+    expect(got).toEqual(['r-1']);
+  });
+});

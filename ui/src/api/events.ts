@@ -5,7 +5,7 @@
  * `lagged` counts (shown to the operator). A dropped connection is retried with backoff
  * (250 ms doubling to 10 s, reset once a connection opens).
  */
-import type { ViewerMessage } from './types';
+import type { Event, ViewerMessage } from './types';
 import { apiBase, currentToken } from './client';
 import { applyEvents, applyLagged, applySnapshot, setConn } from '../store/app';
 
@@ -23,6 +23,35 @@ export function eventsUrl(origin: string, loc: Location = location): string {
   const u = new URL('/api/events', origin || loc.href);
   u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
   return u.toString();
+}
+
+type Listener = (events: Event[]) => void;
+const listeners = new Map<string, Set<Listener>>();
+
+/**
+ * Hands every batch's events of `kind` (e.g. `route`) to `fn`, after the store folded them;
+ * returns the unsubscribe function. The socket's filter stays as it is: other views still get
+ * everything they need.
+ */
+export function subscribe(kind: Event['type'], fn: Listener): () => void {
+  let set = listeners.get(kind);
+  if (!set) listeners.set(kind, (set = new Set()));
+  set.add(fn);
+  return () => {
+    set.delete(fn);
+  };
+}
+
+function dispatch(events: Event[]): void {
+  if (listeners.size === 0) return;
+  const byKind = new Map<string, Event[]>();
+  for (const e of events) {
+    if (!listeners.get(e.type)?.size) continue;
+    let xs = byKind.get(e.type);
+    if (!xs) byKind.set(e.type, (xs = []));
+    xs.push(e);
+  }
+  for (const [kind, xs] of byKind) for (const fn of listeners.get(kind) ?? []) fn(xs);
 }
 
 let socket: WebSocket | null = null;
@@ -44,6 +73,7 @@ export function handleMessage(text: string): void {
       break;
     case 'events':
       applyEvents(msg.events);
+      dispatch(msg.events);
       break;
     case 'lagged':
       applyLagged(msg.lost, msg.total_lost);

@@ -324,6 +324,97 @@ export type TraceQuery = {
  */
 limit?: number, };
 
+export type DecisionQuery = { 
+/**
+ * Only the decisions of this affinity key: its fingerprint (`k:…`) or the key itself
+ * (a session id), which is fingerprinted here.
+ */
+key?: string, 
+/**
+ * Only those whose chosen upstream (or a candidate) is this server.
+ */
+server?: string, 
+/**
+ * Only this replica group's.
+ */
+group?: string, 
+/**
+ * At most this many (default 200; the scheduler keeps the newest 2 048).
+ */
+limit?: number, };
+
+export type GroupQuery = { 
+/**
+ * Also servers of their own.
+ */
+all?: boolean, };
+
+export type GroupMember = { 
+/**
+ * The server.
+ */
+server: string, 
+/**
+ * Its state.
+ */
+state: string, 
+/**
+ * Calls in flight through this router.
+ */
+in_flight: number, 
+/**
+ * Latency average (ms), once it served a call.
+ */
+ewma_ms: number | null, 
+/**
+ * Whether it is draining (deregistered).
+ */
+draining: boolean, };
+
+export type Binding = { 
+/**
+ * The key's fingerprint.
+ */
+key: string, 
+/**
+ * The upstream it is bound to.
+ */
+server: string, 
+/**
+ * Seconds since it was bound there.
+ */
+age_secs: number, 
+/**
+ * Seconds since its last call.
+ */
+idle_secs: number, 
+/**
+ * Its calls there that succeeded.
+ */
+ok: number, 
+/**
+ * Its calls there that failed.
+ */
+failed: number, };
+
+export type GroupView = { 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * `single`, `declared` or `detected`.
+ */
+formed: string, 
+/**
+ * Its members.
+ */
+members: Array<GroupMember>, 
+/**
+ * The affinity keys bound in it (newest use first, at most 200).
+ */
+bindings: Array<Binding>, };
+
 export type FramesQuery = { 
 /**
  * `upstream` or `downstream`.

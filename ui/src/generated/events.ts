@@ -234,7 +234,16 @@ error_code: number | null,
 /**
  * The error message.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * The scheduler's decision for the upstream that served it (or the last one tried): the
+ * candidates, each layer's verdict, their scores, the chosen upstream and why.
+ */
+route: JsonValue | null, 
+/**
+ * Attempts on other upstreams that failed before the last one (retries).
+ */
+retries: number, };
 
 export type Quarantined = { 
 /**
@@ -296,7 +305,103 @@ templates_removed: Array<string>,
  */
 templates_changed: Array<string>, };
 
-export type EventKind = "handshake" | "negotiation" | "server_state" | "catalog" | "catalog_changed" | "upstream" | "frame" | "trace" | "notification" | "flow_progress" | "flow_run" | "session" | "process_stats";
+export type KeySource = "session" | "header" | "meta" | "none";
+
+export type Layer = "only" | "affinity" | "score" | "fallback" | "none";
+
+export type Candidate = { 
+/**
+ * The upstream server.
+ */
+server: string, 
+/**
+ * Layer 1: `null` when it matched, else why not (state, a missing tool or label).
+ */
+rejected: string | null, 
+/**
+ * Layer 2: `in_flight*10 + ewma_ms + cpu*2`, for candidates that matched.
+ */
+score: number | null, 
+/**
+ * Calls in flight through this router.
+ */
+in_flight: number, 
+/**
+ * Latency average (ms), once it served a call.
+ */
+ewma_ms: number | null, 
+/**
+ * CPU from its last fresh status report.
+ */
+cpu_percent: number | null, 
+/**
+ * Its score is above the overload threshold: no new keys.
+ */
+overloaded: boolean, 
+/**
+ * Layer 3, for the key's upstream: what the binding says (age, success rate).
+ */
+affinity: string | null, };
+
+export type Decision = { 
+/**
+ * Unique id (a random per-process prefix and a counter).
+ */
+id: string, 
+/**
+ * Unix milliseconds.
+ */
+at_ms: number, 
+/**
+ * What was routed (`tool "read"`, `resource "file:///a"`, `capability "vision"`).
+ */
+target: string, 
+/**
+ * The replica group (or the server of its own) the name belongs to.
+ */
+group: string, 
+/**
+ * A fingerprint of the affinity key (`k:` and 12 hex digits of its SHA-256), never the key.
+ */
+key: string | null, 
+/**
+ * Where the key came from.
+ */
+key_source: KeySource, 
+/**
+ * Every member of the group, with each layer's verdict.
+ */
+candidates: Array<Candidate>, 
+/**
+ * The chosen upstream.
+ */
+chosen: string | null, 
+/**
+ * The layer that chose.
+ */
+layer: Layer, 
+/**
+ * Why, in one sentence.
+ */
+reason: string, 
+/**
+ * The call runs without capabilities it asked for (core ones dropped by fallback).
+ */
+degraded: boolean, 
+/**
+ * Capability labels fallback dropped, in order.
+ */
+dropped: Array<string>, 
+/**
+ * 0 for the first choice, then one more per retry elsewhere.
+ */
+attempt: number, 
+/**
+ * Upstreams left out because an earlier attempt of this call failed on them.
+ */
+excluded: Array<string>, };
+
+export type EventKind = "handshake" | "negotiation" | "server_state" | "catalog" | "catalog_changed" | "upstream" | "frame" | "trace" | "notification" | "flow_progress" | "flow_run" | "session" | "process_stats" | "route";
 
 export type Filter = { 
 /**
@@ -537,7 +642,11 @@ upstream_session: string | null,
 /**
  * Unix milliseconds.
  */
-at_ms: number, } | { "type": "process_stats", 
+at_ms: number, } | { "type": "route", 
+/**
+ * The decision.
+ */
+decision: Decision, } | { "type": "process_stats", 
 /**
  * The server whose child process this is; `None` for the router process.
  */

@@ -157,11 +157,12 @@ sessions_evicted: number,
  */
 callers_evicted: number, 
 /**
- * Routing decisions and affinity: `null` until the scheduler exists.
+ * Always `null`: the scheduler's decisions and bindings are served by `/api/decisions` and
+ * `/api/groups` (kept for clients of the first version of this body).
  */
 scheduling: JsonValue | null, 
 /**
- * Why `scheduling` is `null`.
+ * Where the decisions and bindings are.
  */
 scheduling_note: string, };
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use switchboard_admin::AdminToken;
 use switchboard_app::auth::{BearerToken, TOKEN_ENV};
 use switchboard_app::config::{AppConfig, ServeFlags};
+use switchboard_app::reload::ReloadConfig;
 use switchboard_app::{App, AppOptions};
 use switchboard_router::{Event, Registry};
 use tokio_util::sync::CancellationToken;
@@ -51,6 +52,7 @@ pub(crate) async fn command(
 ) -> ExitCode {
     let Modes { stdio, open } = modes;
     super::init_tracing();
+    let reload_flags = flags.clone();
     let cfg = switchboard_app::config::load(sources.config, mcp_json, sources.db).and_then(|mut c| {
         c.apply_serve_flags(flags)?;
         Ok(c)
@@ -87,7 +89,16 @@ pub(crate) async fn command(
         None if !stdio => (Some(DEFAULT_LISTEN), true),
         None => (None, false),
     };
-    let options = ServeOptions { listen, default_listen, stdio, open, token, admin_token };
+    // A configuration read from a file follows the file (`switchboard_app::reload`).
+    let reload = (!cfg.embedded_default).then(|| ReloadConfig {
+        mcp_json: mcp_json.to_vec(),
+        db: sources.db.map(std::path::Path::to_path_buf),
+        flags: Some(reload_flags),
+        ..ReloadConfig::new(
+            sources.config.map_or_else(|| PathBuf::from("switchboard.toml"), |p| p.to_path_buf()),
+        )
+    });
+    let options = ServeOptions { listen, default_listen, stdio, open, token, admin_token, reload };
     let ok = match run(cfg, options, cancel).await {
         Ok(()) => true,
         Err(e) => {
@@ -146,6 +157,8 @@ struct ServeOptions {
     token: Option<BearerToken>,
     /// The admin API's token (the configured one; `None`: per-launch random).
     admin_token: Option<AdminToken>,
+    /// The config file to follow, when the configuration came from one.
+    reload: Option<ReloadConfig>,
 }
 
 /// The warning for a listener reachable from other machines without a token, if `addr` is one.
@@ -191,6 +204,9 @@ async fn run(config: AppConfig, options: ServeOptions, cancel: CancellationToken
         AppOptions { token: options.token, admin_token: options.admin_token, ..AppOptions::default() },
     )
     .await?;
+    if let Some(reload) = options.reload {
+        app.watch_config(reload, config.clone());
+    }
     // The signal handler and the end of stdin ask the app to stop through `cancel`.
     let stop = app.cancel_token();
     tokio::spawn({

@@ -58,14 +58,39 @@ pub(crate) struct Row {
     pub quarantined: Option<usize>,
     /// Last handshake: when, and the error if it failed.
     pub last_handshake: Option<Value>,
+    /// Its replica group (declared, or detected from its last successful handshake and tool
+    /// snapshot), when it shares one with other servers or declared it.
+    pub group: Option<String>,
 }
 
-/// Reads the rows from the store.
+/// Reads the rows from the store, with the replica groups the router would form from what
+/// it stored (see `switchboard_router::schedule::groups`).
 async fn rows(store: &Store) -> anyhow::Result<Vec<Row>> {
+    use switchboard_router::schedule::groups::{self, Member, Seen};
     let mut out = Vec::new();
+    let mut seen = Vec::new();
     for s in store.servers().await? {
         let snap = store.latest_tool_snapshot(&s.server_id).await?;
-        let hs = store.handshakes(Some(&s.server_id), 1).await?.into_iter().next();
+        let recent = store.handshakes(Some(&s.server_id), 20).await?;
+        let hs = recent.first().cloned();
+        let ok = recent.iter().find(|h| h.error.is_none());
+        let raw: Vec<Value> = snap.as_ref().and_then(|x| x.tools.as_array().cloned()).unwrap_or_default();
+        let (tools, quarantined) = switchboard_router::schema::compile_tools(&raw);
+        let catalog = switchboard_router::catalog::Catalog { tools, quarantined, ..Default::default() };
+        let signature =
+            ok.and_then(|h| groups::signature(&h.server_info, h.chosen_version.as_deref(), &catalog));
+        seen.push(Seen {
+            member: Member {
+                server: s.name.clone(),
+                state: switchboard_router::ServerState::Ready,
+                reason: String::new(),
+                labels: Vec::new(),
+                catalog: std::sync::Arc::new(catalog),
+                load: std::sync::Arc::default(),
+            },
+            declared: s.config.get("group").and_then(Value::as_str).map(str::to_owned),
+            signature,
+        });
         out.push(Row {
             tools: snap.as_ref().and_then(|x| x.tools.as_array().map(Vec::len)),
             quarantined: snap.as_ref().and_then(|x| x.quarantined.as_array().map(Vec::len)),
@@ -78,7 +103,18 @@ async fn rows(store: &Store) -> anyhow::Result<Vec<Row>> {
             state: s.state,
             reason: s.state_reason,
             era: s.era,
+            group: None,
         });
+    }
+    for g in groups::form(seen, true) {
+        if g.formed == groups::Formed::Single {
+            continue;
+        }
+        for m in &g.members {
+            if let Some(r) = out.iter_mut().find(|r| r.name == m.server) {
+                r.group = Some(g.name.clone());
+            }
+        }
     }
     Ok(out)
 }
@@ -89,8 +125,8 @@ fn render(rows: &[Row]) -> String {
         return "no servers registered (add [servers.NAME] tables to the config and run `switchboard serve`)\n".into();
     }
     let mut out = format!(
-        "{:<20} {:<16} {:<10} {:<12} {:<7} {:>5}  {}\n",
-        "NAME", "ID", "VIA", "STATE", "ERA", "TOOLS", "REASON"
+        "{:<20} {:<16} {:<12} {:<10} {:<12} {:<7} {:>5}  {}\n",
+        "NAME", "ID", "GROUP", "VIA", "STATE", "ERA", "TOOLS", "REASON"
     );
     for r in rows {
         let tools = match (r.tools, r.quarantined) {
@@ -99,9 +135,10 @@ fn render(rows: &[Row]) -> String {
             _ => "-".into(),
         };
         out += &format!(
-            "{:<20} {:<16} {:<10} {:<12} {:<7} {:>5}  {}\n",
+            "{:<20} {:<16} {:<12} {:<10} {:<12} {:<7} {:>5}  {}\n",
             r.name,
             r.server_id,
+            r.group.as_deref().unwrap_or("-"),
             r.transport,
             r.state,
             r.era.as_deref().unwrap_or("-"),

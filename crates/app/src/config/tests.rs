@@ -153,3 +153,102 @@ fn unknown_keys_are_named() {
     let e = parse("[router]\nrefresh_intervl_secs = 3\n", "x.toml", &[], None).unwrap_err().to_string();
     assert!(e.contains("x.toml") && e.contains("refresh_intervl_secs"), "{e}");
 }
+
+#[test]
+fn unknown_server_labels_are_refused_with_a_suggestion() {
+    let e = parse("[servers.x]\nbuiltin = \"vision\"\nlabels = [\"visoin\"]\n", "l.toml", &[], None)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "l.toml: unknown capability label \"visoin\" for server \"x\": did you mean \"vision\"? (known: tools, resources, prompts, completions, logging, knowledge, rag, reasoning, thermal-analysis, vision)"
+    );
+    let ok = "[router]\nlabels = [\"camera\"]\n[servers.x]\nbuiltin = \"vision\"\nlabels = [\"camera\", \"tools\", \"rag\"]\n";
+    assert_eq!(parse(ok, "l.toml", &[], None).unwrap().servers[0].labels, ["camera", "tools", "rag"]);
+    let e = parse("[router]\nlabels = [\"no spaces\"]\n", "l.toml", &[], None).unwrap_err().to_string();
+    assert!(e.contains("[router].labels"), "{e}");
+}
+
+#[test]
+fn per_server_timeouts_write_below_read() {
+    let e = parse(
+        "[servers.x]\nurl = \"http://127.0.0.1:1/mcp\"\nread_timeout_ms = 1000\nwrite_timeout_ms = 2000\n",
+        "t.toml",
+        &[],
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "t.toml: servers.x: write_timeout_ms (2000) must be below read_timeout_ms (1000): a write has to finish within a read"
+    );
+    let c = parse("[servers.x]\ncommand = \"a\"\npool = 2\n", "t.toml", &[], None).unwrap();
+    assert_eq!(c.servers[0].limits.pool, Some(2));
+}
+
+#[test]
+fn router_table_registration_and_scheduler_keys() {
+    let text = "[router]\nrouter_id = \"edge-1\"\nmcp_version = [\"2026-07-28\"]\nregistration_path = \"/reg\"\n\
+                confirm_path = \"/reg-confirm\"\nstatus_path = \"/reg-status\"\nregistration_allow = [\"10.0.0.0/8\"]\n\
+                max_registered_servers = 5\nload_sampling_interval_ms = 1000\nmax_fallback_retries = 1\n\
+                session_affinity_window_secs = 60\noverload_threshold = 90.5\nprefix = \"always\"\n";
+    let c = parse(text, "r.toml", &[], None).unwrap();
+    let r = &c.router;
+    assert_eq!(r.registration.router_id, "edge-1");
+    assert_eq!(r.registration.mcp_versions, ["2026-07-28"]);
+    assert_eq!(
+        (
+            r.registration_paths.registration.as_str(),
+            r.registration_paths.confirm.as_str(),
+            r.registration_paths.status.as_str()
+        ),
+        ("/reg", "/reg-confirm", "/reg-status")
+    );
+    assert!(r.registration.allow.check("http://10.1.1.1/mcp").is_ok());
+    assert!(r.registration.allow.check("http://127.0.0.1/mcp").is_err());
+    assert_eq!(r.registration.max_servers, 5);
+    assert_eq!(r.registration.load_sampling_interval, Duration::from_secs(1));
+    let s = &r.scheduler;
+    assert_eq!(
+        (s.max_fallback_retries, s.affinity_window, s.overload_threshold, s.load_sampling_interval),
+        (1, Duration::from_secs(60), 90.5, Duration::from_secs(1))
+    );
+    assert_eq!(c.endpoint.federation.mode, PrefixMode::Always, "[router] prefix sets the federation's mode");
+
+    let d = parse("", "r.toml", &[], None).unwrap().router;
+    assert_eq!(d.scheduler, switchboard_router::SchedulerConfig::default());
+    assert_eq!(d.registration.mcp_versions, ["2025-11-25", "2026-07-28"]);
+    assert_eq!(d.registration_paths.registration, "/register");
+    assert!(d.registration.allow.check("http://127.0.0.1:9/mcp").is_ok());
+    assert!(d.registration.allow.check("http://192.168.1.2:9/mcp").is_err());
+    assert_eq!(d.registration.router_id, process_router_id(), "a random id, stable for the process");
+    assert_eq!(parse("", "r.toml", &[], None).unwrap().router.registration.router_id, process_router_id());
+
+    for (text, key) in [
+        ("[router]\nmcp_version = [\"2024-11-05\"]\n", "[router].mcp_version"),
+        ("[router]\nregistration_path = \"/mcp\"\n", "[router].registration_path"),
+        ("[router]\nconfirm_path = \"/register\"\n", "must differ"),
+        ("[router]\nregistration_allow = [\"http://x\"]\n", "[router].registration_allow"),
+        ("[router]\nload_sampling_interval_ms = 5\n", "[router].load_sampling_interval_ms"),
+        ("[router]\noverload_threshold = 0.0\n", "[router].overload_threshold"),
+        ("[router]\nsession_affinity_window_secs = 0\n", "[router].session_affinity_window_secs"),
+        ("[router]\nprefix = \"always\"\n[endpoint]\nprefix = \"never\"\n", "disagree"),
+    ] {
+        let e = parse(text, "r.toml", &[], None).unwrap_err().to_string();
+        assert!(e.contains(key), "{text}: {e}");
+    }
+}
+
+#[test]
+fn the_commented_example_parses() {
+    let text = include_str!("../../../../docs/switchboard.example.toml");
+    let c = parse(text, "docs/switchboard.example.toml", &[], None).unwrap();
+    assert_eq!(c.servers.len(), 4);
+    assert_eq!(c.router.scheduler, switchboard_router::SchedulerConfig::default());
+    let kv: Vec<_> =
+        c.servers.iter().filter(|s| s.group.as_deref() == Some("kv")).map(|s| s.name.as_str()).collect();
+    assert_eq!(kv, ["kv-1", "kv-2"], "replicas declared with group = \"kv\"");
+    let remote = c.servers.iter().find(|s| s.name == "remote").unwrap();
+    assert_eq!(remote.limits.read_timeout, Some(Duration::from_secs(60)));
+}

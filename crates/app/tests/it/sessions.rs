@@ -72,7 +72,9 @@ async fn two_sdk_sessions_are_listed_bound_to_an_upstream_session_and_ended() {
         assert_eq!(s["transport"], "http");
         assert_eq!(s["ended"], false);
     }
-    assert!(view["scheduling"].is_null() && view["scheduling_note"].as_str().unwrap().contains("scheduler"));
+    assert!(
+        view["scheduling"].is_null() && view["scheduling_note"].as_str().unwrap().contains("/api/decisions")
+    );
     let Event::Session { kind, client, .. } = next_session_event(&mut events, "opened").await else {
         unreachable!()
     };

@@ -63,6 +63,8 @@ impl Pending {
                 outcome: String::new(),
                 error_code: None,
                 error: None,
+                route: None,
+                retries: 0,
             }),
         }
     }
@@ -87,6 +89,8 @@ impl Pending {
         record.client_version = info_str("version");
         record.era = decided.version.clone();
         record.upstream = decided.upstream.clone();
+        record.route = decided.route.as_ref().and_then(|d| serde_json::to_value(&**d).ok());
+        record.retries = decided.retries;
         record.latency_ms = ms(self.started.elapsed());
         record.outcome = outcome.to_owned();
         record.error_code = code;

@@ -12,6 +12,7 @@
 //! The questions an upstream asks during the call (server → client requests) are bridged to
 //! the client's revision in [`questions`].
 
+mod failure;
 mod questions;
 
 use std::collections::VecDeque;
@@ -29,6 +30,7 @@ use crate::bridge::Parked;
 use crate::config::EndpointConfig;
 use crate::session::InFlightGuard;
 
+pub(crate) use failure::Failure;
 pub use questions::INPUT_KEY_META;
 
 /// Request `_meta` keys that only modern upstreams understand.
@@ -89,7 +91,14 @@ pub(super) struct Call {
     logs_on_incoming: bool,
     /// Unknown `Mcp-Param-*` headers to forward.
     forward_headers: Vec<(String, String)>,
-    _guard: Option<InFlightGuard>,
+    guard: Option<InFlightGuard>,
+    /// How the upstream exchange failed, when it did (for retries elsewhere).
+    failure: Option<Failure>,
+    /// Counts the call on its upstream's load until the response (its latency is a sample).
+    in_flight: Option<switchboard_router::registry::InFlight>,
+    /// What the router adds to the result's `_meta` under `dev.switchboard/route` (a call
+    /// that fallback degraded).
+    route_meta: Option<Value>,
 }
 
 impl Drop for Call {
@@ -136,13 +145,36 @@ impl Call {
             incoming: None,
             logs_on_incoming: false,
             forward_headers,
-            _guard: guard,
+            guard,
+            failure: None,
+            in_flight: None,
+            route_meta: None,
         }
     }
 
     /// The request's params as the client sent them.
     pub(super) fn params(&self) -> &Map<String, Value> {
         &self.params
+    }
+
+    /// How the upstream exchange failed, when it did.
+    pub(super) fn failure(&self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// Counts the call on its upstream's load (see [`switchboard_router::registry::Load`]).
+    pub(super) fn track(&mut self, in_flight: switchboard_router::registry::InFlight) {
+        self.in_flight = Some(in_flight);
+    }
+
+    /// Sets what goes into the result's `_meta` under `dev.switchboard/route`.
+    pub(super) fn mark_route(&mut self, meta: Value) {
+        self.route_meta = Some(meta);
+    }
+
+    /// The session's in-flight guard, for the attempt that replaces this one.
+    pub(super) fn take_guard(&mut self) -> Option<InFlightGuard> {
+        self.guard.take()
     }
 
     /// Whether the last start failed because the upstream session expired.
@@ -219,6 +251,7 @@ impl Call {
             }
             Err(e) => {
                 self.session_expired = matches!(e, switchboard_transport::Error::SessionExpired { .. });
+                self.failure = Some(Failure::of(&e));
                 self.state = State::Finished;
                 Err(self.failed(e))
             }
@@ -235,6 +268,18 @@ impl Call {
     /// The final message: `Finished`.
     fn finish(&mut self, mut m: Message) -> Option<Message> {
         m.set_id(&self.id);
+        // The latency of a call the server answered is a sample of its load; a failed
+        // exchange only leaves the in-flight count.
+        if let Some(f) = self.in_flight.take()
+            && self.failure.is_none()
+        {
+            f.finish();
+        }
+        if let (Some(meta), Some(Value::Object(result))) = (self.route_meta.take(), m.result_mut())
+            && let Value::Object(slot) = result.entry("_meta").or_insert_with(|| json!({}))
+        {
+            slot.insert(switchboard_wire::meta::SWITCHBOARD_ROUTE.into(), meta);
+        }
         if matches!(self.client, Client::Modern { .. })
             && let Some(Value::Object(result)) = m.result_mut()
         {
@@ -376,10 +421,12 @@ impl Call {
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
+                    self.failure = Some(Failure::of(&e));
                     let e = self.failed(e);
                     return self.finish_error(e);
                 }
                 None => {
+                    self.failure = Some(Failure::MayHaveRun);
                     let e = self.failed("stream ended without a response");
                     return self.finish_error(e);
                 }

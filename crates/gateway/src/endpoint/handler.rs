@@ -10,6 +10,7 @@ use switchboard_wire::{ErrorObject, Id, MODERN_VERSIONS, Message, error_code, he
 use tokio_util::sync::CancellationToken;
 
 use super::client::Client;
+use super::plan::RouteHeaders;
 use super::{Decided, Reply, RequestContext};
 use crate::bridge::LOG_LEVELS;
 use crate::config::EndpointConfig;
@@ -35,6 +36,8 @@ pub(super) struct Handler {
     pub(super) correlation: u64,
     /// Who sent it, as the session table keys them (for the upstream bindings).
     pub(super) downstream: Downstream,
+    /// The affinity and idempotency headers it came with.
+    pub(super) route_headers: RouteHeaders,
 }
 
 impl Handler {
@@ -55,7 +58,15 @@ impl Handler {
                 ctx.peer.as_deref(),
             ),
         };
+        let text = |name: &str| {
+            ctx.headers.as_ref().and_then(|h| h.get(name)).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        };
+        let route_headers = RouteHeaders {
+            affinity: text(headers::AFFINITY_KEY),
+            idempotency: text(headers::IDEMPOTENCY_KEY),
+        };
         Handler {
+            route_headers,
             registry,
             config,
             id: msg.id(),

@@ -125,14 +125,13 @@ impl Handler {
 
     pub(super) async fn list_resources(&self) -> Reply {
         self.refresh_stale().await;
-        let items = self.view().routes.catalogs.values().flat_map(|c| c.resources.iter().cloned()).collect();
+        let items = self.view().routes.listed_catalogs().flat_map(|c| c.resources.clone()).collect();
         self.page("resources", items)
     }
 
     pub(super) async fn list_templates(&self) -> Reply {
         self.refresh_stale().await;
-        let items =
-            self.view().routes.catalogs.values().flat_map(|c| c.resource_templates.iter().cloned()).collect();
+        let items = self.view().routes.listed_catalogs().flat_map(|c| c.resource_templates.clone()).collect();
         self.page("resourceTemplates", items)
     }
 }

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use serde::Serialize;
 use switchboard_transport::{McpClient, Upstream};
 use switchboard_wire::Era;
 use tokio::sync::{Notify, OnceCell};
@@ -19,31 +18,7 @@ use crate::config::ServerSpec;
 use crate::dedicated::CallConnections;
 use crate::events::{Event, now_ms};
 
-/// Health of a server, as the router sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerState {
-    /// Registered, not (yet) connected.
-    Pending,
-    /// Handshaken and listed; routable.
-    Ready,
-    /// Was ready; now restarting, reconnecting or failing refreshes.
-    Degraded,
-    /// Repeated failures or a crash loop; not routable until it recovers.
-    Unavailable,
-}
-
-impl ServerState {
-    /// Lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerState::Pending => "pending",
-            ServerState::Ready => "ready",
-            ServerState::Degraded => "degraded",
-            ServerState::Unavailable => "unavailable",
-        }
-    }
-}
+pub use crate::state::ServerState;
 
 pub(super) struct StateCell {
     pub(super) state: ServerState,
@@ -83,6 +58,8 @@ pub struct ServerEntry {
     pub(super) calls: Arc<CallConnections>,
     /// Calls in flight, latency, status reports, draining (what the scheduler scores).
     pub(super) load: Arc<super::Load>,
+    /// Whether it is held back until confirmed (self-registration).
+    pub(super) hold: Mutex<super::hold::Hold>,
 }
 
 /// The outcome of a server's last completed listing.
@@ -156,6 +133,7 @@ impl Inner {
         reason: String,
         detail: Option<String>,
     ) {
+        let (to, reason) = entry.hold_back(to, reason);
         let from = {
             let mut s = entry.state.write().unwrap_or_else(PoisonError::into_inner);
             if s.state == to && s.reason == reason && s.detail == detail {
@@ -169,6 +147,18 @@ impl Inner {
             from
         };
         let operator = detail.unwrap_or(reason);
+        if to == ServerState::Ready {
+            // What replica detection compares, remembered now: a replica that goes down before
+            // any call was routed still belongs to its group.
+            if let Some(hs) = entry.client().map(|c| c.handshake()) {
+                let sig = crate::schedule::groups::signature(
+                    &hs.server_info,
+                    Some(&hs.protocol_version),
+                    &entry.catalog(),
+                );
+                self.scheduler.remember_signature(&entry.spec.name, sig);
+            }
+        }
         self.version.fetch_add(1, std::sync::atomic::Ordering::Release);
         tracing::info!(server = %entry.spec.name, from = from.as_str(), to = to.as_str(), reason = %operator, "server state");
         self.events.publish(Event::ServerState {

@@ -1,6 +1,7 @@
 //! Health: active probes of a connected upstream and its circuit breaker.
 //!
-//! Every connected server is probed every `probe_interval` (MCP `ping` for a 2025-11-25
+//! Every connected server is probed every `probe_interval` (an HTTP server's own health path
+//! when its config names one, `[servers.X] health_path`; else MCP `ping` for a 2025-11-25
 //! server, `server/discover` for a 2026-07-28 one, both over the server's existing client),
 //! each probe bounded by `probe_timeout`. Failures feed a [`Breaker`]: `failure_threshold`
 //! failures in a row — or one refused connection, which is decisive — open it (the server is
@@ -179,6 +180,33 @@ pub(crate) async fn probe(client: &McpClient, timeout: Duration) -> Result<Durat
         // A server that answers with an error is alive.
         Ok(Err(ClientError::Rpc { .. })) => Ok(started.elapsed()),
         Ok(Err(e)) => Err(failure_of(&e)),
+    }
+}
+
+/// A probe of an HTTP server's own health endpoint: `GET <its origin><path>`, healthy on 2xx,
+/// bounded by `timeout`. Ok holds how long the answer took.
+pub(crate) async fn http_probe(url: &str, path: &str, timeout: Duration) -> Result<Duration, ProbeFailure> {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(reqwest::Client::new);
+    let target = reqwest::Url::parse(url).and_then(|u| u.join(path)).map_err(|e| ProbeFailure {
+        reason: format!("health path {path:?} does not make a URL: {e}"),
+        decisive: false,
+    })?;
+    let started = Instant::now();
+    match tokio::time::timeout(timeout, client.get(target).send()).await {
+        Err(_) => Err(ProbeFailure {
+            reason: format!("no answer within {} ms", timeout.as_millis()),
+            decisive: false,
+        }),
+        Ok(Ok(r)) if r.status().is_success() => Ok(started.elapsed()),
+        Ok(Ok(r)) => Err(ProbeFailure {
+            reason: format!("health path {path} answered HTTP {}", r.status().as_u16()),
+            decisive: false,
+        }),
+        Ok(Err(e)) if e.is_connect() => {
+            Err(ProbeFailure { reason: "connection refused".into(), decisive: true })
+        }
+        Ok(Err(_)) => Err(ProbeFailure { reason: "health check failed".into(), decisive: false }),
     }
 }
 

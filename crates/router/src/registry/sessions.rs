@@ -102,10 +102,12 @@ impl Registry {
         let pool = &entry.calls;
         let may_ask = pool.asked(&shared) || declares_questions(caps);
         let config = &self.inner.config;
+        // `[servers.X] pool` overrides `[router] max_call_connections` for this server.
+        let limit = entry.spec.limits.pool.unwrap_or(config.max_call_connections).max(1);
         let deadline = tokio::time::Instant::now() + config.call_connection_wait;
         loop {
             let freed = pool.freed();
-            match pool.pick(&shared, may_ask, config.max_call_connections.max(1)) {
+            match pool.pick(&shared, may_ask, limit) {
                 Pick::Ready(client, lease) => return Ok(Arc::new(client.leased(Box::new(lease)))),
                 Pick::Open(opening) => {
                     let kind = entry.spec.transport.kind().as_str();
@@ -139,7 +141,7 @@ impl Registry {
                     if tokio::time::timeout_at(deadline, freed).await.is_err() {
                         return Err(Error::Busy {
                             server: entry.spec.name.clone(),
-                            limit: config.max_call_connections,
+                            limit,
                             waited_ms: config.call_connection_wait.as_millis() as u64,
                         });
                     }
@@ -163,6 +165,7 @@ impl Registry {
     ) -> Option<Arc<McpClient>> {
         let mut cfg = HttpConfig::new(url.to_owned());
         cfg.headers = headers.clone();
+        entry.spec.limits.apply_http(&mut cfg);
         let tap = Tap::new(self.inner.events.frame_sink(), "upstream", &entry.spec.name, "http");
         let up = HttpUpstream::new(cfg, tap, entry.cancel.child_token()).ok()?;
         let mut options = self.inner.connect_options(entry);

@@ -116,12 +116,15 @@ pub(super) async fn supervise(inner: Arc<Inner>, entry: Arc<ServerEntry>) {
             (TransportSpec::Http { url, headers }, _) => {
                 let mut cfg = HttpConfig::new(url.clone());
                 cfg.headers = headers.clone();
+                entry.spec.limits.apply_http(&mut cfg);
                 HttpUpstream::new(cfg, tap.clone(), entry.cancel.child_token())
                     .map(|u| u as Arc<dyn Upstream>)
                     .map_err(|e| e.to_string())
             }
             (TransportSpec::Ws { url }, _) => {
-                WsUpstream::connect(WsConfig::new(url.clone()), tap.clone(), entry.cancel.child_token())
+                let mut cfg = WsConfig::new(url.clone());
+                entry.spec.limits.apply_ws(&mut cfg);
+                WsUpstream::connect(cfg, tap.clone(), entry.cancel.child_token())
                     .await
                     .map(|u| u as Arc<dyn Upstream>)
                     .map_err(|e| e.to_string())
@@ -261,7 +264,12 @@ async fn connect_and_watch(
             _ = entry.refresh_now.notified() => trigger = Some("manual"),
             _ = async { tokio::select! { _ = tokio::time::sleep_until(next_probe) => {}, _ = entry.probe_now.notified() => {} } } => {
                 let timeout = inner.config.probe_timeout;
-                let outcome = probe(&client, timeout).await;
+                let outcome = match (&entry.spec.health_path, &entry.spec.transport) {
+                    (Some(path), crate::config::TransportSpec::Http { url, .. }) => {
+                        super::health::http_probe(url, path, timeout).await
+                    }
+                    _ => probe(&client, timeout).await,
+                };
                 let now = tokio::time::Instant::now();
                 match outcome {
                     Ok(took) => {

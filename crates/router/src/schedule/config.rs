@@ -25,6 +25,9 @@ pub struct SchedulerConfig {
     /// How often registered servers report their load; a report older than three intervals
     /// is ignored.
     pub load_sampling_interval: Duration,
+    /// Whether servers with identical `serverInfo.name` and tool sets form a replica group
+    /// without declaring one.
+    pub detect_replicas: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -35,6 +38,7 @@ impl Default for SchedulerConfig {
             overload_threshold: DEFAULT_OVERLOAD_THRESHOLD,
             min_success_rate: 0.95,
             load_sampling_interval: DEFAULT_LOAD_SAMPLING_INTERVAL,
+            detect_replicas: true,
         }
     }
 }

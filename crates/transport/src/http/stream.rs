@@ -31,6 +31,11 @@ pub(super) async fn pump_sse(
             let chunk = match chunk {
                 Ok(c) => c,
                 Err(e) => {
+                    // The server was silent past the read timeout: resuming would wait again.
+                    if let Some(limit) = inner.config.read_timeout.filter(|_| e.is_timeout()) {
+                        let _ = tx.send(Err(Error::Timeout(limit))).await;
+                        return;
+                    }
                     tracing::debug!(error = %e, "SSE stream broke");
                     break;
                 }
@@ -123,7 +128,7 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
             return;
         }
         let resp = tokio::select! {
-            r = inner.client.get(inner.url.clone()).headers(h).send() => r,
+            r = inner.stream_client.get(inner.url.clone()).headers(h).send() => r,
             _ = inner.shutdown.cancelled() => return,
         };
         match resp {

@@ -189,7 +189,10 @@ async fn serve_stdio_speaks_both_eras_next_to_listen() {
         .await
         .unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.starts_with("time (UTC)") && text.lines().count() == 4, "{text}");
+    // A header and three requests, each routed one with its decision on the line under it.
+    let requests = text.lines().filter(|l| !l.starts_with(' ')).count();
+    assert!(text.starts_with("time (UTC)") && requests == 4, "{text}");
+    assert!(text.contains("└ route r-"), "{text}");
 }
 
 #[tokio::test]

@@ -70,6 +70,13 @@ impl RunningFixture {
     /// Binds and serves `cfg` (over HTTP) until `stop` fires or [`RunningFixture::stop`].
     pub async fn start(mut cfg: FixtureConfig, stop: CancellationToken) -> RunningFixture {
         cfg.transport = TransportKind::Http;
+        // Every fixture a test starts is a server of its own to the router (identical fixtures
+        // would be detected as replicas of one); the routing tests bring replicas themselves.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        if cfg.server_name.is_none() {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            cfg.server_name = Some(format!("switchboard-fixture-{n}"));
+        }
         let f = Fixture::bind(cfg).await.unwrap();
         let url = f.url().unwrap();
         let addr = url.trim_start_matches("http://").split('/').next().unwrap().parse().unwrap();
@@ -254,14 +261,25 @@ impl Harness {
         for up in upstreams {
             let (name, toml) = match up {
                 Upstream::Fixture { name, era, profile } => {
-                    let f = RunningFixture::of(era, profile, stop.child_token()).await;
+                    // Named after the server, so two fixtures of one catalogue are two servers
+                    // to the router, not replicas of one (see the routing tests for those).
+                    let mut cfg = FixtureConfig::new(TransportKind::Http);
+                    cfg.era = era;
+                    cfg.profile = profile;
+                    cfg.server_name = Some(name.clone());
+                    let f = RunningFixture::start(cfg, stop.child_token()).await;
                     let toml = ServerToml { url: Some(f.url.clone()), ..Default::default() };
                     fixtures.insert(name.clone(), f);
                     (name, toml)
                 }
                 Upstream::Url { name, url } => (name, ServerToml { url: Some(url), ..Default::default() }),
                 Upstream::Stdio { name, args } => {
-                    let mut all = vec!["--transport".to_owned(), "stdio".to_owned()];
+                    let mut all = vec![
+                        "--transport".to_owned(),
+                        "stdio".to_owned(),
+                        "--server-name".to_owned(),
+                        name.clone(),
+                    ];
                     all.extend(args);
                     (name, ServerToml { command: Some(fixture_bin()), args: all, ..Default::default() })
                 }
