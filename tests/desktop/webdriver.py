@@ -195,7 +195,10 @@ def main():
         log(f"Diagnosis of {name}: outcome {text_of(driver, 'run-outcome')}, severity {text_of(driver, 'severity')!r}")
         time.sleep(0.5)  # let the last frame paint before the screenshot (not an assertion)
         shot = os.path.join(args.shots, "desktop-diagnosis.png")
-        subprocess.run(["/usr/bin/import", "-window", "root", shot], check=True, timeout=60)
+        # WebKit's own capture of the page: a capture of the X root window can show a frame
+        # painted before the view changed (seen: the Overview while the DOM held the result).
+        if not driver.get_screenshot_as_file(shot):
+            raise SystemExit(f"WebKitWebDriver could not write the screenshot {shot}")
         log(f"screenshot {shot}")
 
         # The native file dialog: the page may call the shell's one command (its capability,
