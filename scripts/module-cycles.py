@@ -33,6 +33,12 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRATES = os.path.join(ROOT, "crates")
+# Crates outside crates/: the desktop shell.
+EXTRA = {"src-tauri": os.path.join(ROOT, "src-tauri")}
+
+
+def crate_dir(crate: str) -> str:
+    return EXTRA.get(crate, os.path.join(CRATES, crate))
 
 KEYWORDS_BEFORE_PATH = {"pub", "crate", "in"}
 
@@ -422,7 +428,7 @@ def cycles(graph: dict[str, dict[str, tuple[str, int]]]) -> list[list[str]]:
 
 
 def targets(crate: str) -> list[Target]:
-    d = os.path.join(CRATES, crate)
+    d = crate_dir(crate)
     found = []
     for name, rel in (("lib", "src/lib.rs"), ("bin", "src/main.rs")):
         p = os.path.join(d, rel)
@@ -453,10 +459,12 @@ def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
-    crates = names or sorted(c for c in os.listdir(CRATES) if os.path.isfile(os.path.join(CRATES, c, "Cargo.toml")))
+    crates = names or sorted(c for c in os.listdir(CRATES) if os.path.isfile(os.path.join(CRATES, c, "Cargo.toml"))) + [
+        c for c, d in EXTRA.items() if os.path.isfile(os.path.join(d, "Cargo.toml"))
+    ]
     found = 0
     for crate in crates:
-        if not os.path.isdir(os.path.join(CRATES, crate)):
+        if not os.path.isdir(crate_dir(crate)):
             print(f"{crate}: no such crate under crates/", file=sys.stderr)
             return 2
         for t in targets(crate):

@@ -5,6 +5,13 @@
 # type-checked, unit-tested (Vitest) and built before `cargo build`, so the binary embeds
 # ui/dist, and driven end to end in Debian's Chromium (Playwright) after it.
 #
+# The desktop shell (src-tauri, not a default member) has steps of its own after the
+# workspace's: clippy, build and unit tests of `-p switchboard-desktop` (always the same
+# package selection, so its build of tokio & co is reused run after run), then
+# tests/desktop/run.sh under Xvfb (the window and its screenshot, single instance, a
+# tauri-driver + WebKitWebDriver Diagnosis run, no orphans) and the .deb (scripts/build-deb.sh,
+# apt-get install, the installed app starts). SWITCHBOARD_DESKTOP: gate (default) or off.
+#
 # SWITCHBOARD_E2E chooses what the panel's Playwright step does: gate (default) or off.
 # SWITCHBOARD_STRESS=report keeps the frame stress test from gating (its figures are printed).
 #
@@ -27,16 +34,19 @@ step "ui: build (vite) -> ui/dist, embedded by the binary"
 (cd ui && PATH="$UI_PATH" npm run --silent build)
 step "layout: no module circles, no source file over 600 lines"
 python3 "$ROOT/scripts/module-cycles.py" >/dev/null || python3 "$ROOT/scripts/module-cycles.py"
-long=$(find "$ROOT/crates" -name '*.rs' -exec awk 'END { if (NR > 600) print FILENAME ": " NR " lines" }' {} \;)
+long=$(find "$ROOT/crates" "$ROOT/src-tauri/src" "$ROOT/src-tauri/build.rs" -name '*.rs' -exec awk 'END { if (NR > 600) print FILENAME ": " NR " lines" }' {} \;)
 if [ -n "$long" ]; then echo "source files over 600 lines (split them by concern):"; echo "$long"; exit 1; fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
+# The default members (crates/*): never the desktop shell, so no WebKitGTK bindings here.
 step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --all-targets --locked -- -D warnings
 step "cargo test"
 # One build of every target first, so test binaries that start the mcp-fixture binary find it.
-cargo build --workspace --all-targets --locked
-cargo test --workspace --locked --no-fail-fast
+cargo build --all-targets --locked
+cargo test --locked --no-fail-fast
+DESKTOP=${SWITCHBOARD_DESKTOP:-gate}
+case "$DESKTOP" in gate | off) ;; *) echo "SWITCHBOARD_DESKTOP must be gate or off" >&2; exit 2 ;; esac
 step "ui: end to end (playwright, Debian's chromium; SWITCHBOARD_E2E=${SWITCHBOARD_E2E:-gate})"
 case "${SWITCHBOARD_E2E:-gate}" in
   off) echo "skipped" ;;
@@ -54,6 +64,19 @@ case "${SWITCHBOARD_E2E:-gate}" in
     ;;
   *) echo "SWITCHBOARD_E2E must be gate or off" >&2; exit 2 ;;
 esac
+if [ "$DESKTOP" = gate ]; then
+  step "desktop: clippy, build, unit tests (-p switchboard-desktop)"
+  cargo clippy -p switchboard-desktop --all-targets --locked -- -D warnings
+  cargo build -p switchboard-desktop --all-targets --locked
+  cargo test -p switchboard-desktop --locked --no-fail-fast
+fi
+step "desktop: window, single instance, WebDriver Diagnosis run, no orphans, .deb (SWITCHBOARD_DESKTOP=$DESKTOP)"
+if [ "$DESKTOP" = gate ]; then
+  deb=$(bash "$ROOT/scripts/build-deb.sh" | tail -n 1)
+  SWITCHBOARD_DEB="$deb" bash "$ROOT/tests/desktop/run.sh" window webdriver deb
+else
+  echo "skipped"
+fi
 step "endpoint acceptance (SWITCHBOARD_ACCEPTANCE=${SWITCHBOARD_ACCEPTANCE:-gate})"
 case "${SWITCHBOARD_ACCEPTANCE:-gate}" in
   off) echo "skipped" ;;

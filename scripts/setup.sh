@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Installs what Switchboard needs on a fresh Debian 12 machine (as root), skipping
-# whatever is already there. Usage: scripts/setup.sh app|ui|test
-#   app   — system libraries to build and run the router
-#   ui    — the above plus Node 22 (.cache/node, see test) and the control panel's npm
-#           packages (ui/package-lock.json, `npm ci` into ui/node_modules), to build ui/dist
-#   test  — the above plus the test peers: Node 22, server-everything, the official
-#           conformance suite and the TypeScript SDK client pinned in tests/node, installed
-#           into .cache/node; the Python SDK (mcp, pinned in tests/clients/requirements.txt)
-#           in a venv at .cache/python; Debian's Chromium for the panel's Playwright tests
+# whatever is already there. Usage: scripts/setup.sh app|ui|desktop|test
+#   app      — system libraries to build and run the router
+#   ui       — the above plus Node 22 (.cache/node, see test) and the control panel's npm
+#              packages (ui/package-lock.json, `npm ci` into ui/node_modules; the Tauri CLI
+#              for the .deb is one of them), to build ui/dist
+#   desktop  — the above plus the Debian packages the desktop shell (src-tauri) builds and
+#              runs with: WebKitGTK 4.1, GTK 3, librsvg, libayatana-appindicator3, xdo
+#   test     — the above plus the test peers: Node 22, server-everything, the official
+#              conformance suite and the TypeScript SDK client pinned in tests/node, installed
+#              into .cache/node; the Python SDK (mcp, pinned in tests/clients/requirements.txt)
+#              in a venv at .cache/python; Debian's Chromium for the panel's Playwright tests;
+#              for the desktop tests Xvfb, ImageMagick, WebKitWebDriver, a D-Bus session
+#              daemon, tauri-driver (cargo install into .cache/tauri-driver) and selenium
+#              (tests/desktop/requirements.txt, a venv at .cache/python-webdriver)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODE=${1:-app}
@@ -66,9 +72,19 @@ ui_packages() {
   fi
 }
 
-if [ "$MODE" = ui ] || [ "$MODE" = test ]; then
-  node_peers
-  ui_packages
+case "$MODE" in
+  app) ;;
+  ui | desktop | test)
+    node_peers
+    ui_packages
+    ;;
+  *) log "unknown mode $MODE (app, ui, desktop or test)"; exit 2 ;;
+esac
+
+if [ "$MODE" = desktop ] || [ "$MODE" = test ]; then
+  # The desktop shell's build and run-time libraries (libappindicator3-dev does not exist on
+  # bookworm: the ayatana one is what tauri's tray loads).
+  apt_need libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev file
 fi
 
 if [ "$MODE" = test ]; then
@@ -86,6 +102,24 @@ if [ "$MODE" = test ]; then
     python3 -m venv "$PY_DIR"
     "$PY_DIR/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/tests/clients/requirements.txt"
     touch "$py_stamp"
+  fi
+fi
+if [ "$MODE" = test ]; then
+  # The desktop tests: a virtual X server and screenshots, WebKit's WebDriver, a session bus.
+  apt_need xvfb xauth imagemagick webkit2gtk-driver dbus-daemon procps curl x11-utils
+  # tauri-driver 2 (the index's newest is a 3.0 alpha), built once into .cache/tauri-driver.
+  if [ ! -x "$ROOT/.cache/tauri-driver/bin/tauri-driver" ]; then
+    log "installing tauri-driver into .cache/tauri-driver"
+    cargo install tauri-driver --version '^2' --locked --root "$ROOT/.cache/tauri-driver" --quiet
+  fi
+  WD_DIR="$ROOT/.cache/python-webdriver"
+  wd_stamp="$WD_DIR/.installed-$(sha256sum "$ROOT/tests/desktop/requirements.txt" | cut -c1-16)"
+  if [ ! -f "$wd_stamp" ] || [ ! -x "$WD_DIR/bin/python" ]; then
+    log "installing selenium into .cache/python-webdriver"
+    rm -rf "$WD_DIR"
+    python3 -m venv "$WD_DIR"
+    "$WD_DIR/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/tests/desktop/requirements.txt"
+    touch "$wd_stamp"
   fi
 fi
 log "ready ($MODE)"

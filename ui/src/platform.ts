@@ -4,6 +4,9 @@
  * turns native drops off), so only picking files and opening links differ.
  */
 
+/** What the Diagnosis view reads (the same list in both hosts). */
+export const IMAGE_ACCEPT = 'image/*,.jpg,.jpeg,.png,.fff,.seq';
+
 interface TauriInternals {
   invoke: (cmd: string, args?: Record<string, unknown>) => Promise<unknown>;
 }
@@ -40,6 +43,36 @@ export function pickFiles(accept: string, multiple = false): Promise<File[]> {
     document.body.appendChild(input);
     input.click();
   });
+}
+
+/** The desktop shell's `pick_image` answer: the picked file's name and its bytes (base64). */
+interface PickedImage {
+  name: string;
+  data: string;
+}
+
+function fileOf(p: PickedImage): File {
+  const bin = atob(p.data);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  const lower = p.name.toLowerCase();
+  const type = /\.jpe?g$/.test(lower) ? 'image/jpeg' : lower.endsWith('.png') ? 'image/png' : 'application/octet-stream';
+  return new File([bytes], p.name, { type });
+}
+
+/**
+ * Lets the operator pick one thermal image. The desktop shell opens the system's native dialog
+ * (its `pick_image` command reads the picked file and hands back its bytes, never a path); a
+ * browser uses the file input. `null` when the operator cancels.
+ */
+export async function pickImage(): Promise<File | null> {
+  const t = tauri();
+  if (t) {
+    const picked = (await t.invoke('pick_image')) as PickedImage | null;
+    return picked ? fileOf(picked) : null;
+  }
+  const [f] = await pickFiles(IMAGE_ACCEPT);
+  return f ?? null;
 }
 
 /** Opens a link outside the panel: the system browser from the desktop shell, a new tab otherwise. */

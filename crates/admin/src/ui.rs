@@ -57,6 +57,16 @@ pub fn content_type(path: &str) -> &'static str {
     }
 }
 
+/// The panel's Content-Security-Policy, in a browser tab and in the desktop window alike: only
+/// its own scripts, styles, images and fonts (plus `data:`/`blob:` images: rendered thermal
+/// frames), connections to its own origin (`/api`, the events WebSocket) and to the desktop
+/// shell's IPC (`ipc:`, which a browser never has); no plugins, no framing, no forms elsewhere.
+/// `'unsafe-inline'` for styles only: the panel's components position things with inline
+/// styles; no inline script runs.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self' ipc: http://ipc.localhost; \
+object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 fn file(path: &str, bytes: &'static [u8]) -> Response {
     // Vite names what is under assets/ by content hash: those never change.
     let cache = if path.starts_with("assets/") { "public, max-age=31536000, immutable" } else { "no-cache" };
@@ -67,6 +77,9 @@ fn file(path: &str, bytes: &'static [u8]) -> Response {
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    if path.ends_with(".html") {
+        h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    }
     resp
 }
 
@@ -119,5 +132,17 @@ mod tests {
         assert_eq!(content_type("favicon.svg"), "image/svg+xml");
         assert_eq!(content_type("blob"), "application/octet-stream");
         assert!(client_route("frames") && client_route("servers/alpha") && !client_route("assets/a.js"));
+    }
+
+    #[test]
+    fn pages_carry_the_strict_csp_and_scripts_only_their_own_origin() {
+        let page = file("index.html", b"<!doctype html>");
+        assert_eq!(
+            page.headers().get(header::CONTENT_SECURITY_POLICY).map(|v| v.as_bytes()),
+            Some(CSP.as_bytes())
+        );
+        assert!(CSP.contains("script-src 'self';") && !CSP.contains("unsafe-eval"));
+        assert!(CSP.contains("frame-ancestors 'none'") && CSP.contains("object-src 'none'"));
+        assert!(file("assets/a.js", b"").headers().get(header::CONTENT_SECURITY_POLICY).is_none());
     }
 }

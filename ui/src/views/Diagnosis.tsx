@@ -8,7 +8,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Group, Panel, Separator } from 'react-resizable-panels';
 import { setRuns, useApp } from '../store/app';
 import { api } from '../api/client';
-import { pickFiles } from '../platform';
+import { IMAGE_ACCEPT, pickImage } from '../platform';
 import { FlowGraph, type NodeView } from '../components/FlowGraph';
 import { ThermalView } from '../components/ThermalView';
 import { nodeStatus, structured, visionFigures } from '../lib/thermal';
@@ -240,8 +240,8 @@ export function Diagnosis() {
         </label>
         <input className="field" style={{ width: 100 }} placeholder="ambient °C" value={ambient} onChange={(e) => setAmbient(e.target.value)} aria-label="ambient temperature" />
         <input className="field" style={{ width: 200 }} placeholder="context (load, notes)" value={context} onChange={(e) => setContext(e.target.value)} aria-label="context" />
-        <button className="btn primary" onClick={async () => { const [f] = await pickFiles('image/*,.jpg,.jpeg,.png,.fff,.seq'); if (f) start(f); }}>Pick image…</button>
-        <input type="file" accept="image/*,.jpg,.jpeg,.png,.fff,.seq" data-testid="file-input" style={{ display: 'none' }} onChange={(e) => { const f = e.target.files?.[0]; if (f) start(f); e.target.value = ''; }} />
+        <button className="btn primary" onClick={async () => { try { const f = await pickImage(); if (f) start(f); } catch (e) { setError(String(e)); } }} data-testid="pick-image">Pick image…</button>
+        <input type="file" accept={IMAGE_ACCEPT} data-testid="file-input" style={{ display: 'none' }} onChange={(e) => { const f = e.target.files?.[0]; if (f) start(f); e.target.value = ''; }} />
       </div>
       <Group orientation="horizontal" style={{ flex: 1, minHeight: 0 }}>
         <Panel defaultSize="26" minSize="16">
