@@ -170,7 +170,7 @@ impl Scheduler {
         let mut dropped = Vec::new();
         let mut degraded = false;
         let mut step = 0u32;
-        loop {
+        let (candidates, passed) = loop {
             let candidates: Vec<Candidate> = group
                 .members
                 .iter()
@@ -195,24 +195,7 @@ impl Scheduler {
                 })
                 .collect();
             if candidates.iter().any(|c| c.score.is_some()) {
-                let mut d = Decision {
-                    id: crate::decision::next_id(),
-                    at_ms: now_ms(),
-                    target,
-                    group: group.name.clone(),
-                    key,
-                    key_source,
-                    candidates,
-                    chosen: None,
-                    layer: Layer::Score,
-                    reason: String::new(),
-                    degraded,
-                    dropped,
-                    attempt: ask.attempt,
-                    excluded: ask.exclude.to_vec(),
-                };
-                self.settle(&mut d, &cfg, step > 0);
-                return Ok(self.record(d));
+                break (candidates, true);
             }
             let relax =
                 if step < cfg.max_fallback_retries { optional.pop().map(|l| (l, false)) } else { None };
@@ -225,36 +208,41 @@ impl Scheduler {
                     degraded |= is_core;
                     step += 1;
                 }
-                None => {
-                    let why: Vec<String> = candidates
-                        .iter()
-                        .map(|c| format!("{}: {}", c.server, c.rejected.as_deref().unwrap_or("rejected")))
-                        .collect();
-                    let reason = if why.is_empty() {
-                        format!("no upstream in {:?}", group.name)
-                    } else {
-                        format!("no upstream of {:?} can serve {target}: {}", group.name, why.join("; "))
-                    };
-                    let d = Decision {
-                        id: crate::decision::next_id(),
-                        at_ms: now_ms(),
-                        target,
-                        group: group.name.clone(),
-                        key,
-                        key_source,
-                        candidates,
-                        chosen: None,
-                        layer: Layer::None,
-                        reason,
-                        degraded,
-                        dropped,
-                        attempt: ask.attempt,
-                        excluded: ask.exclude.to_vec(),
-                    };
-                    return Err(self.record(d));
-                }
+                None => break (candidates, false),
             }
+        };
+        let mut d = Decision {
+            id: crate::decision::next_id(),
+            at_ms: now_ms(),
+            target,
+            group: group.name.clone(),
+            key,
+            key_source,
+            candidates,
+            chosen: None,
+            layer: Layer::None,
+            reason: String::new(),
+            degraded,
+            dropped,
+            attempt: ask.attempt,
+            excluded: ask.exclude.to_vec(),
+        };
+        if passed {
+            // Layers 2 and 3 choose, and say which one did.
+            self.settle(&mut d, &cfg, step > 0);
+            return Ok(self.record(d));
         }
+        let why: Vec<String> = d
+            .candidates
+            .iter()
+            .map(|c| format!("{}: {}", c.server, c.rejected.as_deref().unwrap_or("rejected")))
+            .collect();
+        d.reason = if why.is_empty() {
+            format!("no upstream in {:?}", group.name)
+        } else {
+            format!("no upstream of {:?} can serve {}: {}", group.name, d.target, why.join("; "))
+        };
+        Err(self.record(d))
     }
 
     /// Layers 2 and 3 over the candidates that passed layer 1.
